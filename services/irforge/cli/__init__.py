@@ -1,0 +1,1 @@
+"""The `irforge` command line."""

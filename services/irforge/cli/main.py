@@ -1,0 +1,45 @@
+"""Entry point of the `irforge` console script."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from irforge import __version__
+from irforge.cli import eval_cmd, metrics_cmd, service_cmd
+from irforge.corpus.errors import CorpusError
+from irforge.data.errors import DataFormatError
+from irforge.evaluator.core import EvaluationError
+from irforge.evaluator.measures import MeasureError
+
+# Never reach a model hub at run time; models come from packages or mounted paths.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+USER_ERRORS = (DataFormatError, MeasureError, EvaluationError, CorpusError)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="irforge", description="Retrieval evaluation you can trust.")
+    parser.add_argument("--version", action="version", version=f"irforge {__version__}")
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    eval_cmd.add_parser(subparsers)
+    metrics_cmd.add_parser(subparsers)
+    service_cmd.add_parser(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.handler(args)
+    except USER_ERRORS as error:
+        print(f"irforge {args.command}: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"irforge {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,71 @@
+"""`irforge metrics QRELS RUN`: a trec_eval-compatible command over the evaluator core.
+
+Prints `measure<TAB>qid|all<TAB>value` lines exactly as trec_eval lays them out (measure name
+padded to 22 characters, 4 decimals, counts as integers), so its output diffs against trec_eval's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from irforge.data import read_trec_qrels, read_trec_run
+from irforge.evaluator import EvaluationOptions, Evaluator
+from irforge.evaluator.measures import AGGREGATE_ONLY, COUNT_MEASURES, TREC_EVAL_DEFAULT
+
+
+def add_parser(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "metrics",
+        help="trec_eval-compatible evaluation of a TREC run file",
+        description="Evaluate a TREC run against TREC qrels, printing trec_eval's output format. "
+        "Measures by trec_eval name (map, P.5,10, ndcg_cut.10, all_trec) or ir_measures name "
+        "(nDCG@10, R@100, RR@10, Judged@10). Without -m: trec_eval's default set.",
+    )
+    parser.add_argument("qrels", type=Path, help="TREC qrels file: qid iter docno rel")
+    parser.add_argument("run", type=Path, help="TREC run file: qid Q0 docno rank score tag")
+    parser.add_argument("-m", dest="measures", action="append", metavar="MEASURE", help="measure or measure set (repeatable)")
+    parser.add_argument("-q", dest="per_query", action="store_true", help="print per-query values as well as 'all'")
+    parser.add_argument("-c", dest="complete", action="store_true", help="average over every qrels query; missing ones score 0")
+    parser.add_argument("-M", dest="max_docs", type=int, default=0, metavar="N", help="use at most N documents per query")
+    parser.add_argument("-l", dest="relevance_level", type=int, default=1, metavar="N", help="relevance >= N counts as relevant")
+    parser.add_argument(
+        "--keep-identical-ids", action="store_true",
+        help="do not drop retrieved documents whose id equals the query id (BEIR's rule, on by default)",
+    )
+    parser.set_defaults(handler=run_metrics)
+
+
+def format_line(name: str, query_id: str, value: float | str) -> str:
+    if isinstance(value, str):
+        text = value
+    elif name in COUNT_MEASURES:
+        text = str(int(round(value)))
+    else:
+        text = f"{value:6.4f}"
+    return f"{name:<22}\t{query_id}\t{text}"
+
+
+def run_metrics(args: argparse.Namespace) -> int:
+    measures = args.measures or list(TREC_EVAL_DEFAULT)
+    qrels = read_trec_qrels(args.qrels)
+    trec_run = read_trec_run(args.run)
+    options = EvaluationOptions(
+        drop_identical_ids=not args.keep_identical_ids,
+        complete=args.complete,
+        relevance_level=args.relevance_level,
+        max_docs_per_query=args.max_docs,
+    )
+    result = Evaluator().evaluate(qrels, trec_run.run, measures, options)
+    wants_runid = any(m in ("runid", "all_trec", "official") for m in measures) or measures == list(TREC_EVAL_DEFAULT)
+    out = []
+    if args.per_query:
+        for query_id in sorted(result.per_query):
+            values = result.per_query[query_id]
+            out.extend(format_line(n, query_id, values[n]) for n in result.measure_names if n not in AGGREGATE_ONLY)
+    if wants_runid:
+        out.append(format_line("runid", "all", trec_run.tag))
+    out.extend(format_line(n, "all", result.aggregate[n]) for n in result.measure_names)
+    sys.stdout.write("\n".join(out) + "\n")
+    return 0

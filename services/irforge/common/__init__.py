@@ -1,0 +1,1 @@
+"""Pieces every service shares: gRPC server setup, atomic files, versions, settings."""

@@ -1,0 +1,179 @@
+"""Streaming readers for BEIR collections: corpus.jsonl, queries.jsonl, qrels/<split>.tsv (+ .gz)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from irforge.data.errors import DataFormatError
+from irforge.data.qrels import parse_relevance
+from irforge.data.textfile import numbered_lines
+from irforge.data.types import Document, Qrels, Query
+
+QRELS_HEADER = ("query-id", "corpus-id", "score")
+
+
+def _json_objects(path: Path, kind: str) -> Iterator[tuple[int, dict[str, Any], str]]:
+    """(line number, object, its `_id`) per line; rejects malformed JSON, missing and duplicate ids."""
+    seen: dict[str, int] = {}
+    for line_number, line in numbered_lines(path):
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise DataFormatError(path, f"malformed JSON ({error.msg} at column {error.colno})", line_number) from None
+        if not isinstance(obj, dict):
+            raise DataFormatError(path, f"expected a JSON object per line, got {type(obj).__name__}", line_number)
+        raw_id = obj.get("_id")
+        if raw_id is None or (isinstance(raw_id, str) and not raw_id.strip()):
+            raise DataFormatError(path, f"{kind} has no `_id`", line_number)
+        if not isinstance(raw_id, (str, int)) or isinstance(raw_id, bool):
+            raise DataFormatError(path, f"`_id` must be a string, got {json.dumps(raw_id)}", line_number)
+        item_id = str(raw_id)
+        if any(c.isspace() for c in item_id):
+            # TREC run and qrels files are whitespace-separated: such an id could never be scored.
+            raise DataFormatError(path, f"`_id` {item_id!r} contains whitespace", line_number)
+        if item_id in seen:
+            raise DataFormatError(path, f"duplicate {kind} id {item_id!r} (first seen on line {seen[item_id]})", line_number)
+        seen[item_id] = line_number
+        yield line_number, obj, item_id
+
+
+def _text_field(path: Path, obj: dict[str, Any], name: str, line_number: int) -> str:
+    value = obj.get(name)
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise DataFormatError(path, f"`{name}` must be a string, got {type(value).__name__}", line_number)
+    return value
+
+
+def _metadata(path: Path, obj: dict[str, Any], line_number: int) -> dict[str, Any]:
+    value = obj.get("metadata") or {}
+    if not isinstance(value, dict):
+        raise DataFormatError(path, f"`metadata` must be an object, got {type(value).__name__}", line_number)
+    return value
+
+
+def iter_corpus(path: str | Path) -> Iterator[Document]:
+    """Stream documents from a BEIR corpus.jsonl(.gz), one at a time."""
+    path = Path(path)
+    for line_number, obj, doc_id in _json_objects(path, "document"):
+        yield Document(
+            doc_id=doc_id,
+            title=_text_field(path, obj, "title", line_number),
+            text=_text_field(path, obj, "text", line_number),
+            metadata=_metadata(path, obj, line_number),
+        )
+
+
+def iter_queries(path: str | Path) -> Iterator[Query]:
+    """Stream queries from a BEIR queries.jsonl(.gz)."""
+    path = Path(path)
+    for line_number, obj, query_id in _json_objects(path, "query"):
+        text = _text_field(path, obj, "text", line_number)
+        if not text.strip():
+            raise DataFormatError(path, f"query {query_id!r} has no text", line_number)
+        yield Query(query_id=query_id, text=text, metadata=_metadata(path, obj, line_number))
+
+
+def read_beir_qrels(path: str | Path) -> Qrels:
+    """Read a BEIR qrels TSV: an optional "query-id corpus-id score" header, then one judgement per line."""
+    path = Path(path)
+    qrels: Qrels = {}
+    first_line: dict[tuple[str, str], int] = {}
+    for line_number, line in numbered_lines(path):
+        fields = line.split("\t") if "\t" in line else line.split()
+        if not first_line and tuple(f.strip().lower() for f in fields) == QRELS_HEADER:
+            continue
+        if len(fields) != 3:
+            raise DataFormatError(path, f"expected 3 tab-separated fields (query-id, corpus-id, score), got {len(fields)}", line_number)
+        query_id, doc_id = fields[0].strip(), fields[1].strip()
+        if not query_id or not doc_id:
+            raise DataFormatError(path, "empty query-id or corpus-id", line_number)
+        relevance = parse_relevance(path, fields[2], line_number)
+        _add_judgement(qrels, first_line, path, line_number, query_id, doc_id, relevance)
+    if not qrels:
+        raise DataFormatError(path, "no judgements (only a header)")
+    return qrels
+
+
+def _add_judgement(
+    qrels: Qrels, first_line: dict[tuple[str, str], int], path: Path, line_number: int,
+    query_id: str, doc_id: str, relevance: int,
+) -> None:
+    judged = qrels.setdefault(query_id, {})
+    if doc_id in judged and judged[doc_id] != relevance:
+        raise DataFormatError(
+            path,
+            f"conflicting judgements for query {query_id!r}, document {doc_id!r}: "
+            f"{judged[doc_id]} (line {first_line[query_id, doc_id]}) and {relevance}",
+            line_number,
+        )
+    first_line.setdefault((query_id, doc_id), line_number)
+    judged[doc_id] = relevance
+
+
+def _first_existing(*candidates: Path) -> Path | None:
+    return next((c for c in candidates if c.is_file()), None)
+
+
+@dataclass(frozen=True)
+class BeirDataset:
+    """A BEIR-layout folder. Files may be plain or gzip-compressed."""
+
+    root: Path
+
+    @classmethod
+    def open(cls, root: str | Path) -> "BeirDataset":
+        root = Path(root)
+        if not root.is_dir():
+            raise DataFormatError(root, "dataset folder not found")
+        dataset = cls(root)
+        dataset.corpus_path  # fail early with a clear message
+        return dataset
+
+    @property
+    def name(self) -> str:
+        return self.root.resolve().name
+
+    def _required(self, stem: str) -> Path:
+        found = _first_existing(self.root / stem, self.root / f"{stem}.gz")
+        if found is None:
+            raise DataFormatError(self.root / stem, "file not found (nor a .gz)")
+        return found
+
+    @property
+    def corpus_path(self) -> Path:
+        return self._required("corpus.jsonl")
+
+    @property
+    def queries_path(self) -> Path:
+        return self._required("queries.jsonl")
+
+    def qrels_path(self, split: str) -> Path:
+        found = _first_existing(self.root / "qrels" / f"{split}.tsv", self.root / "qrels" / f"{split}.tsv.gz")
+        if found is None:
+            splits = sorted(p.name.split(".")[0] for p in (self.root / "qrels").glob("*.tsv*"))
+            raise DataFormatError(self.root / "qrels" / f"{split}.tsv", f"split {split!r} not found; available: {', '.join(splits) or 'none'}")
+        return found
+
+    def corpus(self) -> Iterator[Document]:
+        return iter_corpus(self.corpus_path)
+
+    def queries(self) -> Iterator[Query]:
+        return iter_queries(self.queries_path)
+
+    def qrels(self, split: str) -> Qrels:
+        return read_beir_qrels(self.qrels_path(split))
+
+    def corpus_fingerprint(self) -> str:
+        """SHA-256 of the corpus file's bytes (streamed): a changed corpus gets a new index."""
+        digest = hashlib.sha256()
+        with open(self.corpus_path, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+        return digest.hexdigest()

@@ -1,0 +1,82 @@
+"""TREC run and qrels files: readers that name file and line on bad input, an atomic run writer."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from irforge.common.files import atomic_write
+from irforge.data.errors import DataFormatError
+from irforge.data.qrels import parse_relevance
+from irforge.data.textfile import numbered_lines
+from irforge.data.types import Qrels, Run
+from irforge.ranking import ranked
+
+
+@dataclass
+class TrecRun:
+    run: Run
+    tag: str
+
+
+def read_trec_run(path: str | Path) -> TrecRun:
+    """Read "qid Q0 docno rank score tag" lines; extra trailing columns are ignored (as trec_eval).
+
+    The rank column is not used: ranking always comes from the scores and the tie rule.
+    """
+    path = Path(path)
+    run: Run = {}
+    tag = ""
+    for line_number, line in numbered_lines(path):
+        fields = line.split()
+        if len(fields) < 6:
+            raise DataFormatError(path, f"expected at least 6 fields (qid Q0 docno rank score tag), got {len(fields)}", line_number)
+        query_id, _, doc_id, _, raw_score, line_tag = fields[:6]
+        try:
+            score = float(raw_score)
+        except ValueError:
+            raise DataFormatError(path, f"score {raw_score!r} is not a number", line_number) from None
+        if not math.isfinite(score):
+            raise DataFormatError(path, f"score {raw_score!r} is not a finite number", line_number)
+        scores = run.setdefault(query_id, {})
+        if doc_id in scores:
+            raise DataFormatError(path, f"document {doc_id!r} appears twice for query {query_id!r}", line_number)
+        scores[doc_id] = score
+        tag = tag or line_tag
+    return TrecRun(run=run, tag=tag)
+
+
+def read_trec_qrels(path: str | Path) -> Qrels:
+    """Read "qid iteration docno relevance" lines (trec_eval's qrels format)."""
+    path = Path(path)
+    qrels: Qrels = {}
+    for line_number, line in numbered_lines(path):
+        fields = line.split()
+        if len(fields) != 4:
+            raise DataFormatError(path, f"expected 4 fields (qid iter docno rel), got {len(fields)}", line_number)
+        query_id, _, doc_id, raw_relevance = fields
+        relevance = parse_relevance(path, raw_relevance, line_number)
+        judged = qrels.setdefault(query_id, {})
+        if doc_id in judged and judged[doc_id] != relevance:
+            raise DataFormatError(path, f"conflicting judgements for query {query_id!r}, document {doc_id!r}", line_number)
+        judged[doc_id] = relevance
+    return qrels
+
+
+def format_run_lines(query_id: str, scores: Mapping[str, float], tag: str) -> Iterable[str]:
+    for rank, (doc_id, score) in enumerate(ranked(scores), start=1):
+        yield f"{query_id} Q0 {doc_id} {rank} {score!r} {tag}\n"
+
+
+def write_trec_run(path: str | Path, run: Mapping[str, Mapping[str, float]], tag: str) -> Path:
+    """Write a run file atomically: ranks follow the tie rule; a crash never leaves half a file."""
+    path = Path(path)
+    if not tag or any(c.isspace() for c in tag):
+        raise ValueError(f"run tag must be one non-empty word, got {tag!r}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_write(path) as handle:
+        for query_id in sorted(run):
+            handle.writelines(format_run_lines(query_id, run[query_id], tag))
+    return path

@@ -1,0 +1,127 @@
+"""The evaluator's transport-free core: qrels + run + measure names -> aggregate and per-query values."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+from irforge.common.versions import package_versions
+from irforge.data.types import Qrels, Run
+from irforge.evaluator.engines import judged, trec
+from irforge.evaluator.measures import DEFAULT_MEASURES, NON_NUMERIC, parse_measures
+from irforge.ranking import top_k
+
+
+class EvaluationError(ValueError):
+    """The qrels and run cannot be evaluated together (e.g. no query in common)."""
+
+
+@dataclass(frozen=True)
+class EvaluationOptions:
+    """Everything besides the data that changes a number; recorded in every result."""
+
+    drop_identical_ids: bool = True   # BEIR: a retrieved doc whose id equals the query id is dropped
+    complete: bool = False            # trec_eval -c: qrels queries missing from the run score 0
+    relevance_level: int = 1          # trec_eval -l
+    max_docs_per_query: int = 0       # trec_eval -M (0 = all)
+
+    def __post_init__(self):
+        if self.relevance_level < 1:
+            raise ValueError(f"relevance_level must be >= 1, got {self.relevance_level}")
+        if self.max_docs_per_query < 0:
+            raise ValueError("max_docs_per_query must be >= 0")
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class EvaluationResult:
+    measure_names: list[str]
+    aggregate: dict[str, float]
+    per_query: dict[str, dict[str, float]]
+    queries_evaluated: int
+    identical_ids_dropped: int
+    options: EvaluationOptions
+    versions: dict[str, str] = field(default_factory=dict)
+
+
+def drop_identical_ids(run: Run) -> tuple[Run, int]:
+    """BEIR's rule: remove a retrieved document whose id equals its query id. Copies only what changes."""
+    dropped = 0
+    cleaned: Run = {}
+    for query_id, scores in run.items():
+        if query_id in scores:
+            scores = {doc_id: s for doc_id, s in scores.items() if doc_id != query_id}
+            dropped += 1
+        cleaned[query_id] = scores
+    return cleaned, dropped
+
+
+class Evaluator:
+    """Scores runs with pytrec_eval (trec_eval's code) plus Judged@k; one tie rule throughout."""
+
+    def evaluate(
+        self,
+        qrels: Qrels,
+        run: Run,
+        measures: list[str] | tuple[str, ...] = DEFAULT_MEASURES,
+        options: EvaluationOptions = EvaluationOptions(),
+    ) -> EvaluationResult:
+        requests = parse_measures(list(measures))
+        if not qrels:
+            raise EvaluationError("the qrels are empty")
+
+        dropped = 0
+        if options.drop_identical_ids:
+            run, dropped = drop_identical_ids(run)
+        if options.max_docs_per_query:
+            run = {q: top_k(scores, options.max_docs_per_query) for q, scores in run.items()}
+
+        # Only queries with judgements are evaluated (trec_eval ignores the others); with
+        # `complete`, a judged query the run lacks is evaluated on an empty ranking, scoring 0.
+        if options.complete:
+            run = {query_id: run.get(query_id, {}) for query_id in qrels}
+        else:
+            run = {query_id: scores for query_id, scores in run.items() if query_id in qrels}
+        if not run:
+            raise EvaluationError(
+                "no query of the run has judgements in the qrels: check that both use the same query ids"
+            )
+
+        trec_requests = [r for r in requests if r.engine == "pytrec_eval"]
+        per_query, trec_keys = trec.compute(qrels, run, trec_requests, options.relevance_level) if trec_requests else ({q: {} for q in run}, {})
+        for request in requests:
+            if request.engine == "judged":
+                for query_id, scores in run.items():
+                    per_query[query_id][request.output_name] = judged.judged_at_k(qrels[query_id], scores, request.cutoff)
+
+        names = self._output_names(requests, per_query)
+        aggregate = {}
+        for name in names:
+            values = [per_query[q][name] for q in per_query]
+            if name in trec_keys:
+                aggregate[name] = trec.aggregate(trec_keys[name], values)
+            else:
+                aggregate[name] = sum(values) / len(values)
+        return EvaluationResult(
+            measure_names=names,
+            aggregate=aggregate,
+            per_query=per_query,
+            queries_evaluated=len(per_query),
+            identical_ids_dropped=dropped,
+            options=options,
+            versions=package_versions(["pytrec_eval-terrier"]),
+        )
+
+    @staticmethod
+    def _output_names(requests, per_query) -> list[str]:
+        """Output names in request order; trec_eval-named requests contribute every key they produced."""
+        produced = next(iter(per_query.values()))
+        names: list[str] = []
+        for request in requests:
+            if request.trec_key is not None or request.engine == "judged":
+                candidates = [request.output_name]
+            else:
+                candidates = [k for k in produced if k not in names]
+            names.extend(n for n in candidates if n in produced and n not in names and n not in NON_NUMERIC)
+        return names

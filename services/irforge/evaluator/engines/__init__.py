@@ -1,0 +1,1 @@
+"""Engines compute measures; evaluator/measures.py only declares them."""

@@ -1,0 +1,59 @@
+"""pytrec_eval engine: every measure trec_eval has is computed by trec_eval's own code."""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Mapping
+
+import pytrec_eval
+
+from irforge.data.types import Qrels, Run
+from irforge.evaluator.measures import MeasureRequest
+from irforge.ranking import top_k
+
+PerQuery = dict[str, dict[str, float]]
+
+
+def _truncated(run: Run, k: int) -> Run:
+    return {query_id: top_k(scores, k) for query_id, scores in run.items()} if k else run
+
+
+def compute(qrels: Qrels, run: Run, requests: list[MeasureRequest], relevance_level: int) -> tuple[PerQuery, dict[str, str]]:
+    """Per-query values keyed by output name, and the trec_eval key behind each output name.
+
+    Requests are grouped so that each pytrec_eval evaluator sees one relevance level and one
+    run truncation; trec_eval-named requests (trec_key None) keep every key trec_eval returns.
+    """
+    groups: dict[tuple[int, int, bool], list[MeasureRequest]] = defaultdict(list)
+    for request in requests:
+        level = request.relevance_level or relevance_level
+        groups[level, request.truncate_to, request.trec_key is None].append(request)
+
+    per_query: PerQuery = {query_id: {} for query_id in run}
+    trec_keys: dict[str, str] = {}
+    for (level, truncate_to, raw_names), group in groups.items():
+        evaluator = pytrec_eval.RelevanceEvaluator(qrels, {r.trec_spec for r in group}, relevance_level=level)
+        results: Mapping[str, Mapping[str, float]] = evaluator.evaluate(_truncated(run, truncate_to))
+        for query_id, values in results.items():
+            if not run[query_id]:
+                values = _empty_ranking_values(values)
+            if raw_names:
+                per_query[query_id].update(values)
+                trec_keys.update((key, key) for key in values)
+            else:
+                for request in group:
+                    per_query[query_id][request.output_name] = values[request.trec_key]
+                    trec_keys[request.output_name] = request.trec_key
+    return per_query, trec_keys
+
+
+def _empty_ranking_values(values: Mapping[str, float]) -> dict[str, float]:
+    """trec_eval scores a query it evaluates on an empty ranking (-c) 0 everywhere, where
+    pytrec_eval's interpolated-precision code divides by zero retrieved documents and gives NaN."""
+    return {key: 0.0 if math.isnan(value) else value for key, value in values.items()}
+
+
+def aggregate(trec_key: str, values: list[float]) -> float:
+    """trec_eval's aggregation for the key: mostly a mean, sums for counts, geometric for gm_*."""
+    return float(pytrec_eval.compute_aggregated_measure(trec_key, values))

@@ -1,0 +1,165 @@
+"""Measure names, declared once and apart from the engines that compute them.
+
+Two naming schemes are accepted:
+- ir_measures-style: ``nDCG@10``, ``R@100``, ``AP@100``, ``RR@10``, ``P(rel=2)@10``, ``Judged@10``;
+- trec_eval's own: ``ndcg_cut.10``, ``P.5,10``, ``map``, measure sets ``all_trec`` / ``official``.
+
+Parsing only says *what* to compute and with which engine; no arithmetic lives here.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import pytrec_eval
+
+DEFAULT_MEASURES = ("nDCG@10", "R@100", "AP@100", "RR@10", "P@10", "Judged@10")
+
+# trec_eval's measure set when no -m is given (trec_eval's "official" measures).
+TREC_EVAL_DEFAULT = ("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec",
+                     "bpref", "recip_rank", "iprec_at_recall", "P")
+TREC_EVAL_SETS = {"official": TREC_EVAL_DEFAULT, "all_trec": ("all_trec",)}
+
+# trec_eval measures whose values are counts (printed as integers) and ones not printed per query.
+COUNT_MEASURES = frozenset({"num_q", "num_ret", "num_rel", "num_rel_ret", "num_nonrel_judged_ret"})
+AGGREGATE_ONLY = frozenset({"runid", "num_q", "gm_map", "gm_bpref"})
+# pytrec_eval reports these as placeholders (0.0): they are strings in trec_eval.
+NON_NUMERIC = frozenset({"runid", "relstring"})
+
+
+class MeasureError(ValueError):
+    """A measure name that cannot be parsed or is not supported."""
+
+
+@dataclass(frozen=True)
+class IrMeasure:
+    """How an ir_measures-style family maps onto trec_eval."""
+
+    trec_name: str                 # trec_eval measure computed by pytrec_eval
+    cutoff: str = "param"          # "param": cutoff is a trec_eval parameter; "truncate": cut the run; "none"
+    cutoff_required: bool = False
+    accepts_rel: bool = True
+    description: str = ""
+
+
+IR_MEASURES: dict[str, IrMeasure] = {
+    "nDCG": IrMeasure("ndcg_cut", accepts_rel=False, description="graded nDCG; without @k: ndcg over the whole run"),
+    "P": IrMeasure("P", cutoff_required=True, description="precision at k"),
+    "R": IrMeasure("recall", cutoff_required=True, description="recall at k"),
+    "AP": IrMeasure("map_cut", description="average precision (trec_eval map_cut at k)"),
+    "RR": IrMeasure("recip_rank", cutoff="truncate", description="reciprocal rank of the first relevant document in the top k"),
+    "Success": IrMeasure("success", cutoff_required=True, description="1 if a relevant document is in the top k"),
+    "Rprec": IrMeasure("Rprec", cutoff="none", description="precision at R, the number of relevant documents"),
+    "Bpref": IrMeasure("bpref", cutoff="none", description="binary preference"),
+    "infAP": IrMeasure("infAP", cutoff="none", description="inferred AP"),
+    "NumRet": IrMeasure("num_ret", cutoff="none", description="documents retrieved (NumRet(rel=1): relevant retrieved)"),
+    "NumRel": IrMeasure("num_rel", cutoff="none", description="relevant documents in the qrels"),
+    "NumQ": IrMeasure("num_q", cutoff="none", accepts_rel=False, description="queries evaluated"),
+    "SetP": IrMeasure("set_P", cutoff="none", description="precision of the whole retrieved set"),
+    "SetR": IrMeasure("set_recall", cutoff="none", description="recall of the whole retrieved set"),
+    "SetF": IrMeasure("set_F", cutoff="none", description="F1 of the whole retrieved set"),
+    "IPrec": IrMeasure("iprec_at_recall", cutoff_required=True, description="interpolated precision at recall level @r"),
+}
+WITHOUT_CUTOFF = {"nDCG": "ndcg", "AP": "map"}
+JUDGED = "Judged"
+
+_IR_NAME = re.compile(r"^(?P<family>[A-Za-z]+)(?:\((?P<params>[^)]*)\))?(?:@(?P<cutoff>[0-9.]+))?$")
+
+
+@dataclass(frozen=True)
+class MeasureRequest:
+    """One requested measure, resolved to an engine.
+
+    engine "pytrec_eval": compute `trec_spec` with pytrec_eval at `relevance_level`, on the run cut
+    to `truncate_to` documents (0 = whole run), and read key `trec_key` (None = every key it returns).
+    engine "judged": Judged@`cutoff`, computed by irforge (trec_eval 9 has no such measure).
+    """
+
+    output_name: str
+    engine: str
+    trec_spec: str = ""
+    trec_key: str | None = None
+    relevance_level: int | None = None
+    truncate_to: int = 0
+    cutoff: int = 0
+
+
+def _parse_int(value: str, what: str, name: str) -> int:
+    if not re.fullmatch(r"[0-9]+", value) or int(value) <= 0:
+        raise MeasureError(f"measure {name!r}: {what} must be a positive integer, got {value!r}")
+    return int(value)
+
+
+def _parse_ir_measure(name: str) -> MeasureRequest | None:
+    match = _IR_NAME.match(name)
+    if not match or (match["family"] not in IR_MEASURES and match["family"] != JUDGED):
+        return None
+    family, params, cutoff = match["family"], match["params"], match["cutoff"]
+    if family == JUDGED:
+        if cutoff is None or params:
+            raise MeasureError(f"measure {name!r}: write Judged@k, e.g. Judged@10")
+        return MeasureRequest(output_name=name, engine="judged", cutoff=_parse_int(cutoff, "the cutoff", name))
+    spec = IR_MEASURES[family]
+    relevance_level = None
+    if params:
+        key, _, value = params.partition("=")
+        if key.strip() != "rel" or not spec.accepts_rel:
+            raise MeasureError(f"measure {name!r}: only rel=N is supported, and not for {family}")
+        relevance_level = _parse_int(value.strip(), "rel", name)
+    if cutoff is None:
+        if spec.cutoff_required:
+            raise MeasureError(f"measure {name!r}: {family} needs a cutoff, e.g. {family}@10")
+        trec_name = WITHOUT_CUTOFF.get(family, spec.trec_name)
+        return MeasureRequest(name, "pytrec_eval", trec_name, trec_name, relevance_level)
+    if spec.cutoff == "none":
+        raise MeasureError(f"measure {name!r}: {family} takes no @cutoff")
+    if family == "IPrec":
+        level = float(cutoff)
+        if not 0.0 <= level <= 1.0:
+            raise MeasureError(f"measure {name!r}: the recall level must be within 0..1")
+        return MeasureRequest(name, "pytrec_eval", f"iprec_at_recall.{level:.2f}", f"iprec_at_recall_{level:.2f}", relevance_level)
+    k = _parse_int(cutoff, "the cutoff", name)
+    if spec.cutoff == "truncate":
+        return MeasureRequest(name, "pytrec_eval", spec.trec_name, spec.trec_name, relevance_level, truncate_to=k)
+    return MeasureRequest(name, "pytrec_eval", f"{spec.trec_name}.{k}", f"{spec.trec_name}_{k}", relevance_level)
+
+
+def _parse_trec_measure(name: str) -> list[MeasureRequest]:
+    if name in TREC_EVAL_SETS:
+        return [MeasureRequest(spec, "pytrec_eval", spec) for spec in TREC_EVAL_SETS[name]]
+    base = name.split(".", 1)[0]
+    if base not in pytrec_eval.supported_measures:
+        return []
+    try:  # let trec_eval's own parser validate the parameters
+        pytrec_eval.RelevanceEvaluator({"q": {"d": 1}}, {name})
+    except ValueError as error:
+        raise MeasureError(f"measure {name!r}: {error}") from None
+    return [MeasureRequest(name, "pytrec_eval", name)]
+
+
+def parse_measures(names: list[str] | tuple[str, ...]) -> list[MeasureRequest]:
+    """Resolve measure names; raise MeasureError naming the first unknown one."""
+    if not names:
+        raise MeasureError("no measures requested")
+    requests: list[MeasureRequest] = []
+    for raw in names:
+        name = raw.strip()
+        # A bare name trec_eval knows ("P", "map", "ndcg_cut.10") is trec_eval's; "P@10" is ir_measures'.
+        found = [] if ("@" in name or "(" in name) else _parse_trec_measure(name)
+        if not found:
+            parsed = _parse_ir_measure(name)
+            found = [parsed] if parsed else []
+        if not found:
+            known = ", ".join(sorted(IR_MEASURES) + [JUDGED])
+            raise MeasureError(
+                f"unknown measure {name!r}; use ir_measures names ({known}, with @k) "
+                f"or trec_eval names ({', '.join(sorted(pytrec_eval.supported_measures))})"
+            )
+        requests.extend(found)
+    return requests
+
+
+def supported_names() -> tuple[list[str], list[str]]:
+    """(ir_measures-style families, trec_eval measure names) this evaluator understands."""
+    return sorted(IR_MEASURES) + [JUDGED], sorted(pytrec_eval.supported_measures) + sorted(TREC_EVAL_SETS)
