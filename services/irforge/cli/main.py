@@ -8,6 +8,7 @@ import sys
 
 from irforge import __version__
 from irforge.cli import eval_cmd, metrics_cmd, service_cmd
+from irforge.common.grpc_errors import ServiceUnavailable
 from irforge.corpus.errors import CorpusError
 from irforge.data.errors import DataFormatError
 from irforge.evaluator.core import EvaluationError
@@ -16,7 +17,7 @@ from irforge.evaluator.measures import MeasureError
 # Never reach a model hub at run time; models come from packages or mounted paths.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-USER_ERRORS = (DataFormatError, MeasureError, EvaluationError, CorpusError)
+USER_ERRORS = (DataFormatError, MeasureError, EvaluationError, CorpusError, ServiceUnavailable)
 
 
 def build_parser() -> argparse.ArgumentParser:

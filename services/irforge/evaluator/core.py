@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
 
 from irforge.common.versions import package_versions
@@ -79,10 +80,12 @@ class Evaluator:
 
         # Only queries with judgements are evaluated (trec_eval ignores the others); with
         # `complete`, a judged query the run lacks is evaluated on an empty ranking, scoring 0.
+        # Queries in sorted order: aggregates are float sums, and their order must not depend on
+        # where the run came from (a file, a dict, a gRPC map) for results to be identical.
         if options.complete:
-            run = {query_id: run.get(query_id, {}) for query_id in qrels}
+            run = {query_id: run.get(query_id, {}) for query_id in sorted(qrels)}
         else:
-            run = {query_id: scores for query_id, scores in run.items() if query_id in qrels}
+            run = {query_id: run[query_id] for query_id in sorted(run) if query_id in qrels}
         if not run:
             raise EvaluationError(
                 "no query of the run has judgements in the qrels: check that both use the same query ids"
@@ -102,7 +105,7 @@ class Evaluator:
             if name in trec_keys:
                 aggregate[name] = trec.aggregate(trec_keys[name], values)
             else:
-                aggregate[name] = sum(values) / len(values)
+                aggregate[name] = math.fsum(values) / len(values)
         return EvaluationResult(
             measure_names=names,
             aggregate=aggregate,

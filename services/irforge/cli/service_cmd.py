@@ -1,0 +1,59 @@
+"""`irforge service NAME`: run one service (or all of them in one process) as a gRPC server."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+from pathlib import Path
+
+from irforge.common.grpc_server import start_server
+from irforge.corpus.backends import BACKENDS
+
+SERVICES = ("corpus", "evaluator", "all")
+
+
+def add_parser(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "service", help="run a service as a gRPC server (health checking and reflection included)",
+        description="Serve the corpus service, the evaluator, or both ('all') over gRPC until Ctrl-C or SIGTERM.",
+    )
+    parser.add_argument("name", choices=SERVICES)
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: loopback only)")
+    parser.add_argument("--port", type=int, default=50051, help="port (0 picks a free one; the chosen port is printed)")
+    parser.add_argument("--backend", choices=BACKENDS, default="embedded", help="lexical backend of the corpus service")
+    parser.add_argument("--index-dir", type=Path, help="embedded indexes (default $IRFORGE_INDEX_DIR or the user data dir)")
+    parser.add_argument("--elasticsearch-url", help="Elasticsearch URL (default $IRFORGE_ELASTICSEARCH_URL)")
+    parser.add_argument("--workers", type=int, default=8, help="request-handling threads")
+    parser.set_defaults(handler=run_service)
+
+
+def build_bindings(args: argparse.Namespace) -> list:
+    bindings = []
+    if args.name in ("corpus", "all"):
+        from irforge.corpus import server as corpus_server
+        from irforge.corpus.backends import make_backend
+        from irforge.corpus.core import CorpusService
+
+        backend = make_backend(args.backend, index_dir=args.index_dir, elasticsearch_url=args.elasticsearch_url)
+        bindings.append(corpus_server.binding(CorpusService(backend)))
+    if args.name in ("evaluator", "all"):
+        from irforge.evaluator import server as evaluator_server
+        from irforge.evaluator.core import Evaluator
+
+        bindings.append(evaluator_server.binding(Evaluator()))
+    return bindings
+
+
+def run_service(args: argparse.Namespace) -> int:
+    running = start_server(build_bindings(args), host=args.host, port=args.port, max_workers=args.workers)
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
+    # Tests and scripts read this line to learn the port; keep its shape stable.
+    print(f"irforge {args.name} service listening on {args.host}:{running.port}", flush=True)
+    stop.wait()
+    print(f"irforge {args.name} service stopping", file=sys.stderr, flush=True)
+    running.stop()
+    return 0

@@ -1,0 +1,90 @@
+"""One mapping between irforge's error types and gRPC status codes, used by servers and clients,
+so a remote call raises the same exception type, with the same message, as an in-process one."""
+
+from __future__ import annotations
+
+import functools
+
+import grpc
+
+from irforge.corpus.errors import BackendUnavailable, CorpusConflict, CorpusError, CorpusNotFound, CorpusNotReady
+from irforge.data.errors import DataFormatError
+from irforge.evaluator.core import EvaluationError
+from irforge.evaluator.measures import MeasureError
+
+# Most specific first. Clients turn a code back into the first type listed for it.
+_ERRORS: list[tuple[type[Exception], grpc.StatusCode]] = [
+    (CorpusNotFound, grpc.StatusCode.NOT_FOUND),
+    (CorpusNotReady, grpc.StatusCode.FAILED_PRECONDITION),
+    (CorpusConflict, grpc.StatusCode.ALREADY_EXISTS),
+    (BackendUnavailable, grpc.StatusCode.UNAVAILABLE),
+    (MeasureError, grpc.StatusCode.INVALID_ARGUMENT),
+    (EvaluationError, grpc.StatusCode.INVALID_ARGUMENT),
+    (DataFormatError, grpc.StatusCode.INVALID_ARGUMENT),
+    (CorpusError, grpc.StatusCode.FAILED_PRECONDITION),
+    (ValueError, grpc.StatusCode.INVALID_ARGUMENT),
+]
+
+
+class RemoteError(RuntimeError):
+    """A server error with no irforge type (a bug on the server): code and details kept."""
+
+
+class ServiceUnavailable(ConnectionError):
+    """An irforge server cannot be reached or did not answer in time."""
+
+
+def status_for(error: Exception) -> grpc.StatusCode:
+    for error_type, code in _ERRORS:
+        if isinstance(error, error_type):
+            return code
+    return grpc.StatusCode.INTERNAL
+
+
+def grpc_method(method):
+    """Wrap a servicer method: irforge errors become status codes with the error's message.
+
+    The error's class name is prefixed ("CorpusNotFound: ...") so the client can rebuild the type.
+    """
+
+    @functools.wraps(method)
+    def wrapper(self, request, context):
+        try:
+            return method(self, request, context)
+        except Exception as error:  # noqa: BLE001 - every error must reach the client as a status
+            context.abort(status_for(error), f"{type(error).__name__}: {error}")
+
+    return wrapper
+
+
+def raise_from_rpc(error: grpc.RpcError, address: str) -> None:
+    """Re-raise an RpcError as the irforge error the server raised."""
+    code, details = error.code(), error.details() or ""
+    type_name, _, message = details.partition(": ")
+    for error_type, _ in _ERRORS:
+        if error_type.__name__ == type_name:
+            raise _rebuild(error_type, message) from None
+    if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+        raise ServiceUnavailable(
+            f"no irforge server answering at {address} ({code.name}: {details}); start one with `irforge service`"
+        ) from None
+    raise RemoteError(f"{address}: {code.name}: {details}") from None
+
+
+def _rebuild(error_type: type[Exception], message: str) -> Exception:
+    error = Exception.__new__(error_type)
+    Exception.__init__(error, message)
+    return error
+
+
+def grpc_stream_method(method):
+    """Like grpc_method, for methods that return a stream (errors surface while iterating)."""
+
+    @functools.wraps(method)
+    def wrapper(self, request, context):
+        try:
+            yield from method(self, request, context)
+        except Exception as error:  # noqa: BLE001
+            context.abort(status_for(error), f"{type(error).__name__}: {error}")
+
+    return wrapper

@@ -1,0 +1,1 @@
+"""Corpus service: lexical (BM25) indexes of BEIR corpora behind one backend interface."""

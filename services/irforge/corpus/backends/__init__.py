@@ -1,0 +1,33 @@
+"""Lexical backends: `embedded` (bm25s, on disk, no server) and `elasticsearch` (official client)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import platformdirs
+
+from irforge.corpus.backends.base import LexicalBackend
+
+BACKENDS = ("embedded", "elasticsearch")
+
+
+def default_index_dir() -> Path:
+    """$IRFORGE_INDEX_DIR, else the user's data directory (e.g. ~/.local/share/irforge/indexes)."""
+    return Path(os.environ.get("IRFORGE_INDEX_DIR") or Path(platformdirs.user_data_dir("irforge")) / "indexes")
+
+
+def make_backend(kind: str, *, index_dir: str | Path | None = None, elasticsearch_url: str | None = None) -> LexicalBackend:
+    """Build a backend by name. Imports are lazy: the embedded default never loads the ES client."""
+    if kind == "embedded":
+        from irforge.corpus.backends.embedded import EmbeddedBackend
+
+        return EmbeddedBackend(index_dir or default_index_dir())
+    if kind == "elasticsearch":
+        from irforge.corpus.backends.elasticsearch import ElasticsearchBackend
+
+        url = elasticsearch_url or os.environ.get("IRFORGE_ELASTICSEARCH_URL")
+        if not url:
+            raise ValueError("the elasticsearch backend needs --elasticsearch-url or IRFORGE_ELASTICSEARCH_URL")
+        return ElasticsearchBackend(url)
+    raise ValueError(f"unknown lexical backend {kind!r}; choose one of {', '.join(BACKENDS)}")

@@ -1,0 +1,90 @@
+"""The one interface every lexical backend implements; tests/corpus/test_congruence.py proves them equal."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from irforge.corpus.settings import Bm25Settings
+from irforge.data.types import Document, Query
+
+
+class CorpusState(str, Enum):
+    EMPTY = "empty"   # created; documents not (all) committed yet
+    READY = "ready"   # committed and searchable
+
+
+@dataclass(frozen=True)
+class CorpusInfo:
+    corpus_id: str
+    fingerprint: str
+    state: CorpusState
+    document_count: int
+    backend: str
+    config: dict[str, Any]  # full retrieval configuration: analyzer, stemmer, k1, b, fields, versions
+
+
+@dataclass
+class DocumentError:
+    doc_id: str
+    message: str
+
+
+@dataclass
+class IngestProgress:
+    """Running counts after a batch; `errors` are that batch's per-document failures."""
+
+    received: int = 0
+    indexed: int = 0
+    failed: int = 0
+    errors: list[DocumentError] = field(default_factory=list)
+    committed: bool = False
+
+
+@dataclass(frozen=True)
+class Hit:
+    doc_id: str
+    score: float
+
+
+class LexicalBackend(ABC):
+    """A BM25 index store. Implementations must be safe to call from several threads."""
+
+    name: str
+
+    @abstractmethod
+    def create(self, corpus_id: str, fingerprint: str, settings: Bm25Settings) -> CorpusInfo:
+        """Create an empty corpus, or return the existing one if fingerprint and settings match.
+
+        Raises CorpusConflict when the corpus exists with another fingerprint or settings.
+        """
+
+    @abstractmethod
+    def info(self, corpus_id: str) -> CorpusInfo | None:
+        """The corpus, or None when it does not exist."""
+
+    @abstractmethod
+    def delete(self, corpus_id: str) -> bool:
+        """Remove the corpus; False when it did not exist."""
+
+    @abstractmethod
+    def ingest(self, corpus_id: str, batches: Iterable[list[Document]]) -> Iterator[IngestProgress]:
+        """Index document batches, yielding progress after each batch and a final committed one.
+
+        Document id is the key: ingesting the same documents again changes nothing. A document
+        that cannot be indexed is reported in `errors`, the others go on. Only once the last
+        progress (committed=True) is yielded is the corpus READY. Raises CorpusNotFound.
+        """
+
+    @abstractmethod
+    def search(self, corpus_id: str, queries: list[Query], k: int) -> list[list[Hit]]:
+        """Top-k hits per query (same order as `queries`), best first, ties by doc id descending.
+
+        Raises CorpusNotFound or CorpusNotReady.
+        """
+
+    def close(self) -> None:
+        """Release connections or handles."""

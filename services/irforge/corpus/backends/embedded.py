@@ -1,0 +1,267 @@
+"""Embedded lexical backend: bm25s (Lucene's BM25 in numpy/scipy) persisted on disk per corpus.
+
+No server. Each corpus lives in `<root>/<corpus_id>/`:
+    meta.json          id, fingerprint, settings, state, document count, current generation
+    g<N>/              one committed generation: the bm25s index, the doc ids in index order,
+                       and the tokenized documents (so a later ingest can upsert and re-index)
+A commit writes a whole new generation folder and then atomically replaces meta.json, so a crash
+never leaves a half-written index; the previous generation is removed afterwards.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import threading
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+
+import bm25s
+import numpy as np
+import Stemmer
+from bm25s.tokenization import Tokenizer
+
+from irforge.common.files import write_json_atomic
+from irforge.corpus.backends.base import (
+    CorpusInfo, CorpusState, DocumentError, Hit, IngestProgress, LexicalBackend,
+)
+from irforge.corpus.errors import CorpusConflict, CorpusNotFound, CorpusNotReady
+from irforge.corpus.settings import Bm25Settings
+from irforge.data.types import Document, Query
+
+TOKEN_PATTERN = r"(?u)\b\w\w+\b"  # bm25s/scikit-learn default: words of two or more characters
+STEMMER_LANGUAGE = "english"
+STOPWORDS = "en"
+EMPTY_TOKEN = 0  # bm25s maps unknown and empty input to token 0; it must never match anything
+_SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
+
+
+def embedded_config(settings: Bm25Settings) -> dict:
+    """The full retrieval configuration, as recorded in results.json."""
+    return {
+        "implementation": "bm25s",
+        "bm25s_version": metadata.version("bm25s"),
+        "method": "lucene",
+        "k1": settings.k1,
+        "b": settings.b,
+        "fields": "title + ' ' + text, stripped, indexed as one field",
+        "tokenizer": f"lowercase, regex {TOKEN_PATTERN}",
+        "stemmer": f"Snowball {STEMMER_LANGUAGE} (PyStemmer {metadata.version('PyStemmer')})",
+        "stopwords": f"bm25s '{STOPWORDS}' list ({len(_stopword_list())} words)",
+    }
+
+
+def _stopword_list() -> list[str]:
+    from bm25s.stopwords import STOPWORDS_EN
+
+    return list(STOPWORDS_EN)
+
+
+def _new_tokenizer() -> Tokenizer:
+    return Tokenizer(
+        lower=True, splitter=TOKEN_PATTERN, stopwords=STOPWORDS,
+        stemmer=Stemmer.Stemmer(STEMMER_LANGUAGE).stemWord,
+    )
+
+
+@dataclass
+class _Loaded:
+    generation: str
+    retriever: bm25s.BM25
+    doc_ids: np.ndarray       # index position -> doc id
+    id_rank: np.ndarray       # index position -> rank of its doc id in ascending id order
+    tokenizer: Tokenizer
+
+
+class EmbeddedBackend(LexicalBackend):
+    name = "embedded"
+
+    def __init__(self, root: str | Path):
+        self.root = Path(root)
+        self.root.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.RLock()
+        self._loaded: dict[str, _Loaded] = {}
+
+    # -- metadata -------------------------------------------------------------------------
+
+    def _dir(self, corpus_id: str) -> Path:
+        if not _SAFE_ID.match(corpus_id):
+            raise ValueError(
+                f"corpus id {corpus_id!r} must start with a letter or digit and use only letters, digits, '.', '_', '-'"
+            )
+        return self.root / corpus_id
+
+    def _read_meta(self, corpus_id: str) -> dict | None:
+        path = self._dir(corpus_id) / "meta.json"
+        if not path.is_file():
+            return None
+        return json.loads(path.read_text())
+
+    def _info(self, meta: dict) -> CorpusInfo:
+        settings = Bm25Settings(**meta["settings"])
+        return CorpusInfo(
+            corpus_id=meta["corpus_id"], fingerprint=meta["fingerprint"], state=CorpusState(meta["state"]),
+            document_count=meta["document_count"], backend=self.name, config=embedded_config(settings),
+        )
+
+    def create(self, corpus_id: str, fingerprint: str, settings: Bm25Settings) -> CorpusInfo:
+        with self._lock:
+            meta = self._read_meta(corpus_id)
+            if meta is not None:
+                if meta["fingerprint"] != fingerprint or meta["settings"] != settings.as_dict():
+                    raise CorpusConflict(
+                        f"corpus {corpus_id!r} exists with fingerprint {meta['fingerprint'][:12]} and settings "
+                        f"{meta['settings']}; delete it or use another corpus id"
+                    )
+                return self._info(meta)
+            meta = {
+                "format": 1, "corpus_id": corpus_id, "fingerprint": fingerprint, "settings": settings.as_dict(),
+                "state": CorpusState.EMPTY.value, "document_count": 0, "generation": None,
+            }
+            write_json_atomic(self._dir(corpus_id) / "meta.json", meta)
+            return self._info(meta)
+
+    def info(self, corpus_id: str) -> CorpusInfo | None:
+        meta = self._read_meta(corpus_id)
+        return None if meta is None else self._info(meta)
+
+    def delete(self, corpus_id: str) -> bool:
+        with self._lock:
+            directory = self._dir(corpus_id)
+            self._loaded.pop(corpus_id, None)
+            if not directory.exists():
+                return False
+            shutil.rmtree(directory)
+            return True
+
+    # -- ingest ---------------------------------------------------------------------------
+
+    def ingest(self, corpus_id: str, batches: Iterable[list[Document]]) -> Iterator[IngestProgress]:
+        meta = self._read_meta(corpus_id)
+        if meta is None:
+            raise CorpusNotFound(corpus_id)
+        tokenizer, tokens = self._staged_tokens(corpus_id, meta)
+        progress = IngestProgress()
+        for batch in batches:
+            progress.errors = []
+            texts, accepted = [], []
+            for document in batch:
+                progress.received += 1
+                if not document.doc_id or any(c.isspace() for c in document.doc_id):
+                    progress.failed += 1
+                    progress.errors.append(DocumentError(document.doc_id, "document id is empty or contains whitespace"))
+                    continue
+                texts.append(document.full_text)
+                accepted.append(document.doc_id)
+            if texts:
+                token_ids = tokenizer.tokenize(texts, update_vocab=True, return_as="ids", show_progress=False)
+                for doc_id, ids in zip(accepted, token_ids):
+                    tokens[doc_id] = np.asarray([t for t in ids if t != EMPTY_TOKEN], dtype=np.int32)
+                progress.indexed += len(accepted)
+            yield progress
+        progress.errors = []
+        self._commit(corpus_id, meta, tokenizer, tokens)
+        progress.committed = True
+        yield progress
+
+    def _staged_tokens(self, corpus_id: str, meta: dict) -> tuple[Tokenizer, dict[str, np.ndarray]]:
+        """The tokenizer and tokenized documents of the committed generation (empty when none)."""
+        tokenizer = _new_tokenizer()
+        tokens: dict[str, np.ndarray] = {}
+        if meta.get("generation"):
+            folder = self._dir(corpus_id) / meta["generation"]
+            tokenizer.load_vocab(str(folder / "tokenizer"))
+            doc_ids = json.loads((folder / "doc_ids.json").read_text())
+            with np.load(folder / "tokens.npz") as stored:
+                flat, offsets = stored["flat"], stored["offsets"]
+            for i, doc_id in enumerate(doc_ids):
+                tokens[doc_id] = flat[offsets[i]:offsets[i + 1]]
+        return tokenizer, tokens
+
+    def _commit(self, corpus_id: str, meta: dict, tokenizer: Tokenizer, tokens: dict[str, np.ndarray]) -> None:
+        settings = Bm25Settings(**meta["settings"])
+        doc_ids = list(tokens)
+        corpus_tokens = [tokens[d].tolist() for d in doc_ids]
+        retriever = bm25s.BM25(k1=settings.k1, b=settings.b, method="lucene")
+        if doc_ids:
+            # Token ids are used as matrix columns as they are; an explicit identity vocabulary
+            # over the whole tokenizer vocabulary keeps that true when an upsert has left some
+            # ids unused (bm25s would otherwise size the matrix by the ids it happens to see).
+            vocabulary_size = len(tokenizer.get_vocab_dict())
+            retriever.index((corpus_tokens, {i: i for i in range(vocabulary_size)}), show_progress=False)
+        with self._lock:
+            directory = self._dir(corpus_id)
+            previous = meta.get("generation")
+            generation = f"g{int(previous[1:]) + 1 if previous else 1:06d}"
+            folder = directory / generation
+            if folder.exists():  # left over by a crash before its meta.json was written
+                shutil.rmtree(folder)
+            folder.mkdir(parents=True)
+            if doc_ids:
+                retriever.save(str(folder / "index"), show_progress=False)
+            tokenizer.save_vocab(str(folder / "tokenizer"))
+            (folder / "doc_ids.json").write_text(json.dumps(doc_ids))
+            offsets = np.zeros(len(doc_ids) + 1, dtype=np.int64)
+            offsets[1:] = np.cumsum([len(tokens[d]) for d in doc_ids])
+            flat = np.concatenate([tokens[d] for d in doc_ids]) if doc_ids else np.zeros(0, dtype=np.int32)
+            np.savez(folder / "tokens.npz", flat=flat, offsets=offsets)
+            meta = {**meta, "state": CorpusState.READY.value, "document_count": len(doc_ids), "generation": generation}
+            write_json_atomic(directory / "meta.json", meta)
+            self._loaded.pop(corpus_id, None)
+            if previous and (directory / previous).exists():
+                shutil.rmtree(directory / previous)
+
+    # -- search ---------------------------------------------------------------------------
+
+    def _load(self, corpus_id: str) -> _Loaded | None:
+        meta = self._read_meta(corpus_id)
+        if meta is None:
+            raise CorpusNotFound(corpus_id)
+        if meta["state"] != CorpusState.READY.value:
+            raise CorpusNotReady(corpus_id)
+        if meta["document_count"] == 0:
+            return None
+        with self._lock:
+            loaded = self._loaded.get(corpus_id)
+            if loaded is None or loaded.generation != meta["generation"]:
+                folder = self._dir(corpus_id) / meta["generation"]
+                retriever = bm25s.BM25.load(str(folder / "index"), show_progress=False, verbosity=0)
+                doc_ids = np.asarray(json.loads((folder / "doc_ids.json").read_text()), dtype=object)
+                id_rank = np.empty(len(doc_ids), dtype=np.int64)
+                id_rank[np.argsort(doc_ids.astype(str), kind="stable")] = np.arange(len(doc_ids))
+                tokenizer = _new_tokenizer()
+                tokenizer.load_vocab(str(folder / "tokenizer"))
+                loaded = _Loaded(meta["generation"], retriever, doc_ids, id_rank, tokenizer)
+                self._loaded[corpus_id] = loaded
+            return loaded
+
+    def search(self, corpus_id: str, queries: list[Query], k: int) -> list[list[Hit]]:
+        if k <= 0:
+            raise ValueError(f"k must be positive, got {k}")
+        loaded = self._load(corpus_id)
+        if loaded is None or not queries:
+            return [[] for _ in queries]
+        # update_vocab=False maps an unseen word to a known stem ("improving" -> "improv"); "never"
+        # would drop it. It records that word->stem link in the tokenizer, hence the lock.
+        with self._lock:
+            query_tokens = loaded.tokenizer.tokenize(
+                [q.text for q in queries], update_vocab=False, return_as="ids", show_progress=False,
+            )
+        return [self._top_k(loaded, [t for t in ids if t != EMPTY_TOKEN], k) for ids in query_tokens]
+
+    @staticmethod
+    def _top_k(loaded: _Loaded, token_ids: list[int], k: int) -> list[Hit]:
+        """Exact top-k over every document's score, ties broken by doc id descending (trec_eval)."""
+        if not token_ids:
+            return []
+        scores = loaded.retriever.get_scores(token_ids)
+        matching = np.flatnonzero(scores > 0)  # a document sharing no term with the query is not retrieved
+        if len(matching) > k:
+            threshold = np.partition(scores[matching], len(matching) - k)[len(matching) - k]
+            matching = matching[scores[matching] >= threshold]  # keeps every tie at the boundary
+        order = np.lexsort((-loaded.id_rank[matching], -scores[matching]))[:k]
+        chosen = matching[order]
+        return [Hit(str(loaded.doc_ids[i]), float(scores[i])) for i in chosen]

@@ -1,0 +1,87 @@
+"""A corpus client over gRPC with the same methods and errors as the in-process CorpusService."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+import grpc
+
+from irforge.common.grpc_errors import raise_from_rpc
+from irforge.common.grpc_server import open_channel
+from irforge.corpus import protocol
+from irforge.corpus.backends.base import CorpusInfo, Hit, IngestProgress
+from irforge.corpus.errors import CorpusNotFound
+from irforge.corpus.settings import Bm25Settings
+from irforge.data.types import Document, Query
+from irforge.v1 import corpus_pb2, corpus_pb2_grpc
+
+QUERIES_PER_REQUEST = 1000  # BatchSearch request size: keeps each request message small
+
+
+class RemoteCorpus:
+    def __init__(self, address: str, timeout: float = 600.0):
+        self.address = address
+        self.timeout = timeout
+        self._channel = open_channel(address)
+        self._stub = corpus_pb2_grpc.CorpusStub(self._channel)
+
+    def _call(self, method, request):
+        try:
+            return method(request, timeout=self.timeout)
+        except grpc.RpcError as error:
+            raise_from_rpc(error, self.address)
+
+    def _stream(self, responses) -> Iterator:
+        try:
+            yield from responses
+        except grpc.RpcError as error:
+            raise_from_rpc(error, self.address)
+
+    def create_corpus(self, corpus_id: str, fingerprint: str, settings: Bm25Settings) -> CorpusInfo:
+        request = corpus_pb2.CreateCorpusRequest(
+            corpus_id=corpus_id, fingerprint=fingerprint, bm25=protocol.settings_to_proto(settings),
+        )
+        return protocol.info_from_proto(self._call(self._stub.CreateCorpus, request))
+
+    def get_corpus(self, corpus_id: str) -> CorpusInfo:
+        return protocol.info_from_proto(self._call(self._stub.GetCorpus, corpus_pb2.GetCorpusRequest(corpus_id=corpus_id)))
+
+    def find_corpus(self, corpus_id: str) -> CorpusInfo | None:
+        try:
+            return self.get_corpus(corpus_id)
+        except CorpusNotFound:
+            return None
+
+    def delete_corpus(self, corpus_id: str) -> bool:
+        return self._call(self._stub.DeleteCorpus, corpus_pb2.DeleteCorpusRequest(corpus_id=corpus_id)).deleted
+
+    def ingest(self, corpus_id: str, batches: Iterable[list[Document]]) -> Iterator[IngestProgress]:
+        def requests():
+            yield corpus_pb2.IngestRequest(corpus_id=corpus_id)
+            for batch in batches:
+                yield corpus_pb2.IngestRequest(documents=[protocol.document_to_proto(d) for d in batch])
+
+        for message in self._stream(self._stub.Ingest(requests(), timeout=None)):
+            yield protocol.progress_from_proto(message)
+
+    def search(self, corpus_id: str, query: Query, k: int) -> list[Hit]:
+        request = corpus_pb2.SearchRequest(corpus_id=corpus_id, query=protocol.query_to_proto(query), k=k)
+        return protocol.hits_from_proto(self._call(self._stub.Search, request))
+
+    def batch_search(self, corpus_id: str, queries: Iterable[Query], k: int) -> Iterator[tuple[str, list[Hit]]]:
+        chunk: list[Query] = []
+        for query in queries:
+            chunk.append(query)
+            if len(chunk) == QUERIES_PER_REQUEST:
+                yield from self._batch(corpus_id, chunk, k)
+                chunk = []
+        if chunk:
+            yield from self._batch(corpus_id, chunk, k)
+
+    def _batch(self, corpus_id: str, queries: list[Query], k: int) -> Iterator[tuple[str, list[Hit]]]:
+        request = corpus_pb2.BatchSearchRequest(corpus_id=corpus_id, queries=[protocol.query_to_proto(q) for q in queries], k=k)
+        for message in self._stream(self._stub.BatchSearch(request, timeout=self.timeout)):
+            yield message.query_id, protocol.hits_from_proto(message)
+
+    def close(self) -> None:
+        self._channel.close()

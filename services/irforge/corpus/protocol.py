@@ -1,0 +1,80 @@
+"""Conversions between the corpus service's plain types and its protobuf messages."""
+
+from __future__ import annotations
+
+import json
+
+from irforge.corpus.backends.base import CorpusInfo, CorpusState, DocumentError, Hit, IngestProgress
+from irforge.corpus.settings import Bm25Settings
+from irforge.data.types import Document, Query
+from irforge.v1 import common_pb2, corpus_pb2
+
+_STATES = {CorpusState.EMPTY: corpus_pb2.CORPUS_STATE_EMPTY, CorpusState.READY: corpus_pb2.CORPUS_STATE_READY}
+_STATES_BACK = {v: k for k, v in _STATES.items()}
+
+
+def info_to_proto(info: CorpusInfo) -> corpus_pb2.CorpusInfo:
+    return corpus_pb2.CorpusInfo(
+        corpus_id=info.corpus_id, fingerprint=info.fingerprint, state=_STATES[info.state],
+        document_count=info.document_count, backend=info.backend, config_json=json.dumps(info.config),
+    )
+
+
+def info_from_proto(message: corpus_pb2.CorpusInfo) -> CorpusInfo:
+    return CorpusInfo(
+        corpus_id=message.corpus_id, fingerprint=message.fingerprint, state=_STATES_BACK[message.state],
+        document_count=message.document_count, backend=message.backend, config=json.loads(message.config_json or "{}"),
+    )
+
+
+def settings_to_proto(settings: Bm25Settings) -> corpus_pb2.Bm25Settings:
+    return corpus_pb2.Bm25Settings(k1=settings.k1, b=settings.b)
+
+
+def settings_from_proto(message: corpus_pb2.Bm25Settings, has_field: bool) -> Bm25Settings:
+    return Bm25Settings(k1=message.k1, b=message.b) if has_field else Bm25Settings()
+
+
+def document_to_proto(document: Document) -> common_pb2.Document:
+    return common_pb2.Document(
+        doc_id=document.doc_id, title=document.title, text=document.text,
+        metadata_json=json.dumps(document.metadata) if document.metadata else "",
+    )
+
+
+def document_from_proto(message: common_pb2.Document) -> Document:
+    metadata = json.loads(message.metadata_json) if message.metadata_json else {}
+    return Document(doc_id=message.doc_id, title=message.title, text=message.text, metadata=metadata)
+
+
+def query_to_proto(query: Query) -> common_pb2.Query:
+    return common_pb2.Query(query_id=query.query_id, text=query.text)
+
+
+def query_from_proto(message: common_pb2.Query) -> Query:
+    return Query(query_id=message.query_id, text=message.text)
+
+
+def hits_to_proto(query_id: str, hits: list[Hit]) -> corpus_pb2.SearchResponse:
+    return corpus_pb2.SearchResponse(
+        query_id=query_id, hits=[common_pb2.ScoredDocument(doc_id=h.doc_id, score=h.score) for h in hits],
+    )
+
+
+def hits_from_proto(message: corpus_pb2.SearchResponse) -> list[Hit]:
+    return [Hit(h.doc_id, h.score) for h in message.hits]
+
+
+def progress_to_proto(progress: IngestProgress) -> corpus_pb2.IngestProgress:
+    return corpus_pb2.IngestProgress(
+        received=progress.received, indexed=progress.indexed, failed=progress.failed,
+        errors=[corpus_pb2.DocumentError(doc_id=e.doc_id, message=e.message) for e in progress.errors],
+        committed=progress.committed,
+    )
+
+
+def progress_from_proto(message: corpus_pb2.IngestProgress) -> IngestProgress:
+    return IngestProgress(
+        received=message.received, indexed=message.indexed, failed=message.failed,
+        errors=[DocumentError(e.doc_id, e.message) for e in message.errors], committed=message.committed,
+    )
