@@ -31,6 +31,7 @@ def generate_into(out_root: Path) -> Path:
     protos = sorted(str(p.relative_to(PROTO_ROOT)) for p in (PROTO_ROOT / PACKAGE).glob("*.proto"))
     if not protos:
         raise SystemExit(f"no .proto files under {PROTO_ROOT / PACKAGE}")
+    out_root.mkdir(parents=True, exist_ok=True)
     well_known = importlib.resources.files("grpc_tools") / "_proto"
     args = [
         "grpc_tools.protoc",

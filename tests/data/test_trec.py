@@ -148,7 +148,6 @@ def test_round_trip(tmp_path):
     assert back.tag == "my-run"
 
 
-@pytest.mark.xfail(strict=True, reason="bug: write_trec_run formats scores with repr(); numpy scalars come out as 'np.float32(0.5)'")
 def test_round_trip_numpy_scores(tmp_path):
     import numpy as np
 

@@ -18,8 +18,8 @@ def evaluate(qrels, run, measures, **options):
 
 def test_constant_scorer_is_not_perfect():
     # Equal scores: "d2" > "d1", so d2 is ranked first and the relevant d1 second.
-    result = evaluate({"q1": {"d1": 1}}, {"q1": {"d1": 0.0, "d2": 0.0}}, ["RR@10"])
-    assert result.aggregate["RR@10"] == 0.5
+    result = evaluate({"q1": {"d1": 1}}, {"q1": {"d1": 0.0, "d2": 0.0}}, ["RR@10", "RR@1"])
+    assert result.aggregate == {"RR@10": 0.5, "RR@1": 0.0}  # RR@1 truncates to d2 alone
 
 
 def test_tie_swapped_ids():

@@ -92,7 +92,6 @@ def test_no_measures():
         parse_measures([])
 
 
-@pytest.mark.xfail(strict=True, reason="bug: IPrec@<not a float> escapes as a plain ValueError from float()")
 def test_iprec_unparsable_level_is_a_measure_error():
     with pytest.raises(MeasureError):
         parse_measures(["IPrec@1..2"])

@@ -67,7 +67,7 @@ def read_trec_qrels(path: str | Path) -> Qrels:
 
 def format_run_lines(query_id: str, scores: Mapping[str, float], tag: str) -> Iterable[str]:
     for rank, (doc_id, score) in enumerate(ranked(scores), start=1):
-        yield f"{query_id} Q0 {doc_id} {rank} {score!r} {tag}\n"
+        yield f"{query_id} Q0 {doc_id} {rank} {float(score)!r} {tag}\n"
 
 
 def write_trec_run(path: str | Path, run: Mapping[str, Mapping[str, float]], tag: str) -> Path:

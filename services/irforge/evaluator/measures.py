@@ -28,6 +28,11 @@ AGGREGATE_ONLY = frozenset({"runid", "num_q", "gm_map", "gm_bpref"})
 NON_NUMERIC = frozenset({"runid", "relstring"})
 
 
+# trec_eval measures whose parameters pytrec_eval mishandles: a gain map for ndcg aborts the
+# process, and parameterised utility or 11pt_avg silently give 0 or fail. Refused up front.
+PARAMETERS_REFUSED = frozenset({"ndcg", "ndcg_rel", "Rndcg", "utility", "11pt_avg"})
+
+
 class MeasureError(ValueError):
     """A measure name that cannot be parsed or is not supported."""
 
@@ -115,7 +120,10 @@ def _parse_ir_measure(name: str) -> MeasureRequest | None:
     if spec.cutoff == "none":
         raise MeasureError(f"measure {name!r}: {family} takes no @cutoff")
     if family == "IPrec":
-        level = float(cutoff)
+        try:
+            level = float(cutoff)
+        except ValueError:
+            raise MeasureError(f"measure {name!r}: the recall level must be a number within 0..1") from None
         if not 0.0 <= level <= 1.0:
             raise MeasureError(f"measure {name!r}: the recall level must be within 0..1")
         return MeasureRequest(name, "pytrec_eval", f"iprec_at_recall.{level:.2f}", f"iprec_at_recall_{level:.2f}", relevance_level)
@@ -128,9 +136,11 @@ def _parse_ir_measure(name: str) -> MeasureRequest | None:
 def _parse_trec_measure(name: str) -> list[MeasureRequest]:
     if name in TREC_EVAL_SETS:
         return [MeasureRequest(spec, "pytrec_eval", spec) for spec in TREC_EVAL_SETS[name]]
-    base = name.split(".", 1)[0]
+    base, _, parameters = name.partition(".")
     if base not in pytrec_eval.supported_measures:
         return []
+    if parameters and base in PARAMETERS_REFUSED:
+        raise MeasureError(f"measure {name!r}: parameters for {base} are not supported (pytrec_eval mishandles them); use {base} without parameters")
     try:  # let trec_eval's own parser validate the parameters
         pytrec_eval.RelevanceEvaluator({"q": {"d": 1}}, {name})
     except ValueError as error:

@@ -170,9 +170,12 @@ class ElasticsearchBackend(LexicalBackend):
         try:
             server_version = self._client.info()["version"]["number"]
         except UnsupportedProductError:
-            raise BackendUnavailable(f"the server at {self.url} is not Elasticsearch; point the backend at an Elasticsearch server") from None
+            raise BackendUnavailable(
+                f"the server at {self.url} is not Elasticsearch; point the backend at an Elasticsearch server"
+            ) from None
         except ApiError as error:
-            if "media_type_header_exception" in str(error):  # an older server refuses the client's compatible-with header
+            # An older major version refuses the client's "compatible-with=<client major>" header.
+            if "media_type_header_exception" in str(error):
                 raise BackendUnavailable(
                     f"{where} rejected the client's version header: it is older than the Python client "
                     f"elasticsearch {CLIENT_VERSION}; run an Elasticsearch {CLIENT_VERSION.split('.')[0]}.x server"
@@ -199,7 +202,8 @@ class ElasticsearchBackend(LexicalBackend):
             yield
         except TransportError as error:
             raise BackendUnavailable(
-                f"lost Elasticsearch at {self.url} ({type(error).__name__}: {error.message}); check the server and retry"
+                f"lost Elasticsearch at {self.url} ({type(error).__name__}: {error.message}); "
+                "check the server and retry"
             ) from None
 
     # -- metadata -------------------------------------------------------------------------
@@ -207,7 +211,8 @@ class ElasticsearchBackend(LexicalBackend):
     def _index(self, corpus_id: str) -> str:
         if not _SAFE_ID.match(corpus_id):
             raise ValueError(
-                f"corpus id {corpus_id!r} must start with a letter or digit and use only letters, digits, '.', '_', '-'"
+                f"corpus id {corpus_id!r} must start with a letter or digit "
+                "and use only letters, digits, '.', '_', '-'"
             )
         return self.index_prefix + corpus_id.lower()
 
@@ -298,7 +303,9 @@ class ElasticsearchBackend(LexicalBackend):
                 progress.received += 1
                 if not document.doc_id or any(c.isspace() for c in document.doc_id):
                     progress.failed += 1
-                    progress.errors.append(DocumentError(document.doc_id, "document id is empty or contains whitespace"))
+                    progress.errors.append(
+                        DocumentError(document.doc_id, "document id is empty or contains whitespace")
+                    )
                     continue
                 actions.append({
                     "_op_type": "index", "_index": index, "_id": document.doc_id,
@@ -331,7 +338,9 @@ class ElasticsearchBackend(LexicalBackend):
         if k <= 0:
             raise ValueError(f"k must be positive, got {k}")
         if k > MAX_RESULT_WINDOW:
-            raise ValueError(f"k must be at most {MAX_RESULT_WINDOW} (Elasticsearch's index.max_result_window), got {k}")
+            raise ValueError(
+                f"k must be at most {MAX_RESULT_WINDOW} (Elasticsearch's index.max_result_window), got {k}"
+            )
         meta = self._read_meta(corpus_id)
         if meta is None:
             raise CorpusNotFound(corpus_id)
@@ -348,7 +357,8 @@ class ElasticsearchBackend(LexicalBackend):
             for query, response in zip(chunk, responses):
                 if "error" in response:
                     raise CorpusError(
-                        f"Elasticsearch failed query {query.query_id!r} on corpus {corpus_id!r}: {_reason(response['error'])}"
+                        f"Elasticsearch failed query {query.query_id!r} on corpus {corpus_id!r}: "
+                        f"{_reason(response['error'])}"
                     )
                 scores = {hit["_id"]: float(hit["_score"]) for hit in response["hits"]["hits"]}
                 results.append([Hit(doc_id, score) for doc_id, score in ranked(scores)])
