@@ -27,3 +27,13 @@ def conformance_dir() -> Path:
     if not CONFORMANCE.is_dir():
         pytest.fail(f"trec_eval conformance fixtures not found at {CONFORMANCE} (set IRFORGE_SHARED_DATA)")
     return CONFORMANCE
+
+
+@pytest.fixture()
+def unused_port() -> int:
+    """A loopback port with nothing listening (bound, then released)."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]

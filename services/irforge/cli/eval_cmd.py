@@ -11,7 +11,7 @@ from irforge.corpus.backends import BACKENDS, make_backend
 from irforge.corpus.core import CorpusService
 from irforge.corpus.settings import Bm25Settings
 from irforge.evaluator.core import Evaluator
-from irforge.evaluator.measures import DEFAULT_MEASURES
+from irforge.evaluator.measures import DEFAULT_MEASURES, parse_measures
 from irforge.pipeline.eval_job import RETRIEVERS, EvalJob, EvalJobSpec
 
 
@@ -42,11 +42,16 @@ def add_parser(subparsers) -> None:
 
 
 def run_eval(args: argparse.Namespace) -> int:
-    spec = EvalJobSpec(
-        dataset=args.dataset, out_dir=args.out, split=args.split, retriever=args.retriever, top_k=args.top_k,
-        bm25=Bm25Settings(k1=args.k1, b=args.b), measures=tuple(args.measures or DEFAULT_MEASURES),
-        drop_identical_ids=not args.keep_identical_ids,
-    )
+    try:
+        spec = EvalJobSpec(
+            dataset=args.dataset, out_dir=args.out, split=args.split, retriever=args.retriever, top_k=args.top_k,
+            bm25=Bm25Settings(k1=args.k1, b=args.b), measures=tuple(args.measures or DEFAULT_MEASURES),
+            drop_identical_ids=not args.keep_identical_ids,
+        )
+        parse_measures(list(spec.measures))  # fail before any indexing work
+    except ValueError as error:
+        print(f"irforge eval: error: {error}", file=sys.stderr)
+        return 2
     with ExitStack() as stack:
         corpus_address = args.corpus_server or args.server
         evaluator_address = args.evaluator_server or args.server

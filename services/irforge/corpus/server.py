@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 
 from irforge.common.grpc_errors import grpc_method, grpc_stream_method
@@ -37,11 +38,12 @@ class CorpusServicer(corpus_pb2_grpc.CorpusServicer):
             raise ValueError("the first Ingest message must name the corpus_id")
 
         def batches():
-            yield [protocol.document_from_proto(d) for d in first.documents]
-            for request in request_iterator:
+            # A message without documents (e.g. the opening one naming the corpus) is no batch.
+            for request in itertools.chain([first], request_iterator):
                 if request.corpus_id and request.corpus_id != first.corpus_id:
                     raise ValueError(f"one Ingest stream feeds one corpus ({first.corpus_id!r}), got {request.corpus_id!r}")
-                yield [protocol.document_from_proto(d) for d in request.documents]
+                if request.documents:
+                    yield [protocol.document_from_proto(d) for d in request.documents]
 
         for progress in self.service.ingest(first.corpus_id, batches()):
             yield protocol.progress_to_proto(progress)

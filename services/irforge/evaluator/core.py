@@ -109,7 +109,7 @@ class Evaluator:
         return EvaluationResult(
             measure_names=names,
             aggregate=aggregate,
-            per_query=per_query,
+            per_query={q: {name: values[name] for name in names} for q, values in per_query.items()},
             queries_evaluated=len(per_query),
             identical_ids_dropped=dropped,
             options=options,

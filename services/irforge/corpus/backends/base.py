@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any
 
@@ -42,6 +42,10 @@ class IngestProgress:
     failed: int = 0
     errors: list[DocumentError] = field(default_factory=list)
     committed: bool = False
+
+    def snapshot(self) -> "IngestProgress":
+        """An independent copy to yield: consumers may keep every report they receive."""
+        return replace(self, errors=list(self.errors))
 
 
 @dataclass(frozen=True)

@@ -323,14 +323,14 @@ class ElasticsearchBackend(LexicalBackend):
                     result = next(iter(item.values()))
                     progress.failed += 1
                     progress.errors.append(DocumentError(str(result.get("_id", "")), _reason(result.get("error"))))
-            yield progress
+            yield progress.snapshot()
         progress.errors = []
         with self._reachable():
             self._client.indices.refresh(index=index)
             count = self._client.count(index=index)["count"]
         self._write_meta(corpus_id, {**meta, "state": CorpusState.READY.value, "document_count": count})
         progress.committed = True
-        yield progress
+        yield progress.snapshot()
 
     # -- search ---------------------------------------------------------------------------
 

@@ -161,11 +161,11 @@ class EmbeddedBackend(LexicalBackend):
                 for doc_id, ids in zip(accepted, token_ids):
                     tokens[doc_id] = np.asarray([t for t in ids if t != EMPTY_TOKEN], dtype=np.int32)
                 progress.indexed += len(accepted)
-            yield progress
+            yield progress.snapshot()
         progress.errors = []
         self._commit(corpus_id, meta, tokenizer, tokens)
         progress.committed = True
-        yield progress
+        yield progress.snapshot()
 
     def _staged_tokens(self, corpus_id: str, meta: dict) -> tuple[Tokenizer, dict[str, np.ndarray]]:
         """The tokenizer and tokenized documents of the committed generation (empty when none)."""
