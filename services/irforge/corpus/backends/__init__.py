@@ -29,5 +29,13 @@ def make_backend(kind: str, *, index_dir: str | Path | None = None, elasticsearc
         url = elasticsearch_url or os.environ.get("IRFORGE_ELASTICSEARCH_URL")
         if not url:
             raise ValueError("the elasticsearch backend needs --elasticsearch-url or IRFORGE_ELASTICSEARCH_URL")
-        return ElasticsearchBackend(url)
+        # Credentials only ever come from the environment; the backend reads the variables itself.
+        with_password = bool(os.environ.get("IRFORGE_ELASTICSEARCH_PASSWORD"))
+        return ElasticsearchBackend(
+            url,
+            api_key_env="IRFORGE_ELASTICSEARCH_API_KEY" if os.environ.get("IRFORGE_ELASTICSEARCH_API_KEY") else None,
+            username_env="IRFORGE_ELASTICSEARCH_USERNAME" if with_password else None,
+            password_env="IRFORGE_ELASTICSEARCH_PASSWORD" if with_password else None,
+            ca_certs=os.environ.get("IRFORGE_ELASTICSEARCH_CA_CERTS") or None,
+        )
     raise ValueError(f"unknown lexical backend {kind!r}; choose one of {', '.join(BACKENDS)}")
