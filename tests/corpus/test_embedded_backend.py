@@ -42,7 +42,7 @@ def test_a_commit_replaces_the_generation_and_removes_the_old_one(tmp_path):
 
 
 def test_a_crash_mid_commit_leaves_the_previous_index_in_service(tmp_path):
-    backend = ready(tmp_path)
+    ready(tmp_path)
     # A crash after writing part of generation 2, before meta.json pointed at it.
     (tmp_path / "c" / "g000002").mkdir()
     (tmp_path / "c" / "g000002" / "doc_ids.json").write_text("[\"half")

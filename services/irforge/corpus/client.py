@@ -8,6 +8,7 @@ import grpc
 
 from irforge.common.grpc_errors import raise_from_rpc
 from irforge.common.grpc_server import open_channel
+from irforge.common.iterables import chunked
 from irforge.corpus import protocol
 from irforge.corpus.backends.base import CorpusInfo, Hit, IngestProgress
 from irforge.corpus.errors import CorpusNotFound
@@ -69,19 +70,10 @@ class RemoteCorpus:
         return protocol.hits_from_proto(self._call(self._stub.Search, request))
 
     def batch_search(self, corpus_id: str, queries: Iterable[Query], k: int) -> Iterator[tuple[str, list[Hit]]]:
-        chunk: list[Query] = []
-        for query in queries:
-            chunk.append(query)
-            if len(chunk) == QUERIES_PER_REQUEST:
-                yield from self._batch(corpus_id, chunk, k)
-                chunk = []
-        if chunk:
-            yield from self._batch(corpus_id, chunk, k)
-
-    def _batch(self, corpus_id: str, queries: list[Query], k: int) -> Iterator[tuple[str, list[Hit]]]:
-        request = corpus_pb2.BatchSearchRequest(corpus_id=corpus_id, queries=[protocol.query_to_proto(q) for q in queries], k=k)
-        for message in self._stream(self._stub.BatchSearch(request, timeout=self.timeout)):
-            yield message.query_id, protocol.hits_from_proto(message)
+        for chunk in chunked(queries, QUERIES_PER_REQUEST):
+            request = corpus_pb2.BatchSearchRequest(corpus_id=corpus_id, queries=[protocol.query_to_proto(q) for q in chunk], k=k)
+            for message in self._stream(self._stub.BatchSearch(request, timeout=self.timeout)):
+                yield message.query_id, protocol.hits_from_proto(message)
 
     def close(self) -> None:
         self._channel.close()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
+from irforge.common.iterables import chunked
 from irforge.corpus.backends.base import CorpusInfo, Hit, IngestProgress, LexicalBackend
 from irforge.corpus.errors import CorpusNotFound
 from irforge.corpus.settings import Bm25Settings
@@ -41,18 +42,9 @@ class CorpusService:
 
     def batch_search(self, corpus_id: str, queries: Iterable[Query], k: int) -> Iterator[tuple[str, list[Hit]]]:
         """(query id, hits) per query, in the given order, scored in bounded chunks."""
-        chunk: list[Query] = []
-        for query in queries:
-            chunk.append(query)
-            if len(chunk) == SEARCH_CHUNK:
-                yield from self._search_chunk(corpus_id, chunk, k)
-                chunk = []
-        if chunk:
-            yield from self._search_chunk(corpus_id, chunk, k)
-
-    def _search_chunk(self, corpus_id: str, queries: list[Query], k: int) -> Iterator[tuple[str, list[Hit]]]:
-        for query, hits in zip(queries, self.backend.search(corpus_id, queries, k)):
-            yield query.query_id, hits
+        for chunk in chunked(queries, SEARCH_CHUNK):
+            for query, hits in zip(chunk, self.backend.search(corpus_id, chunk, k), strict=True):
+                yield query.query_id, hits
 
     def close(self) -> None:
         self.backend.close()

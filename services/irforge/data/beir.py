@@ -133,7 +133,7 @@ class BeirDataset:
         if not root.is_dir():
             raise DataFormatError(root, "dataset folder not found")
         dataset = cls(root)
-        dataset.corpus_path  # fail early with a clear message
+        _ = dataset.corpus_path  # fail early with a clear message
         return dataset
 
     @property

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from irforge.common.iterables import chunked
 from irforge.data.types import Qrels, Run
 from irforge.evaluator.core import EvaluationOptions, EvaluationResult
 from irforge.v1 import common_pb2, evaluator_pb2
@@ -29,19 +30,11 @@ def options_from_proto(message: evaluator_pb2.EvaluateOptions) -> EvaluationOpti
 
 def request_stream(qrels: Qrels, run: Run, measures: list[str], options: EvaluationOptions, per_query: bool) -> Iterator[evaluator_pb2.EvaluateRequest]:
     yield evaluator_pb2.EvaluateRequest(options=options_to_proto(measures, options, per_query))
-    judgements = [
-        common_pb2.Judgement(query_id=q, doc_id=d, relevance=r) for q, docs in qrels.items() for d, r in docs.items()
-    ]
-    for start in range(0, len(judgements), ENTRIES_PER_MESSAGE):
-        yield evaluator_pb2.EvaluateRequest(qrels=evaluator_pb2.QrelsChunk(judgements=judgements[start:start + ENTRIES_PER_MESSAGE]))
-    chunk: list[common_pb2.RunEntry] = []
-    for query_id, scores in run.items():
-        for doc_id, score in scores.items():
-            chunk.append(common_pb2.RunEntry(query_id=query_id, doc_id=doc_id, score=score))
-            if len(chunk) == ENTRIES_PER_MESSAGE:
-                yield evaluator_pb2.EvaluateRequest(run=evaluator_pb2.RunChunk(entries=chunk))
-                chunk = []
-    if chunk:
+    judgements = (common_pb2.Judgement(query_id=q, doc_id=d, relevance=r) for q, docs in qrels.items() for d, r in docs.items())
+    for chunk in chunked(judgements, ENTRIES_PER_MESSAGE):
+        yield evaluator_pb2.EvaluateRequest(qrels=evaluator_pb2.QrelsChunk(judgements=chunk))
+    entries = (common_pb2.RunEntry(query_id=q, doc_id=d, score=s) for q, scores in run.items() for d, s in scores.items())
+    for chunk in chunked(entries, ENTRIES_PER_MESSAGE):
         yield evaluator_pb2.EvaluateRequest(run=evaluator_pb2.RunChunk(entries=chunk))
 
 

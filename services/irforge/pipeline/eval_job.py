@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Protocol
 
 from irforge.common.files import write_json_atomic
+from irforge.common.iterables import chunked
 from irforge.common.versions import package_versions
 from irforge.corpus.backends.base import CorpusInfo, CorpusState, Hit, IngestProgress
 from irforge.corpus.settings import Bm25Settings
@@ -137,16 +138,8 @@ class EvalJob:
         bar = self.progress(f"indexing {dataset.name}", _count_lines(dataset.corpus_path), "doc")
 
         def batches() -> Iterator[list[Document]]:
-            batch: list[Document] = []
-            for document in dataset.corpus():
-                if document.doc_id in judged_docs:
-                    seen.add(document.doc_id)
-                batch.append(document)
-                if len(batch) == INGEST_BATCH:
-                    yield batch
-                    bar.update(len(batch))
-                    batch = []
-            if batch:
+            for batch in chunked(dataset.corpus(), INGEST_BATCH):
+                seen.update(d.doc_id for d in batch if d.doc_id in judged_docs)
                 yield batch
                 bar.update(len(batch))
 

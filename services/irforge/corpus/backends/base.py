@@ -48,6 +48,14 @@ class IngestProgress:
         return replace(self, errors=list(self.errors))
 
 
+def document_id_problem(document: Document) -> str | None:
+    """Why a document cannot be indexed under its id, or None. Every backend applies this rule:
+    ids go into whitespace-separated TREC run files, so they can hold no whitespace."""
+    if not document.doc_id or any(c.isspace() for c in document.doc_id):
+        return "document id is empty or contains whitespace"
+    return None
+
+
 @dataclass(frozen=True)
 class Hit:
     doc_id: str

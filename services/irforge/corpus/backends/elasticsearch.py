@@ -23,7 +23,7 @@ from elasticsearch import ApiError, Elasticsearch, NotFoundError, TransportError
 from elasticsearch.helpers import streaming_bulk
 
 from irforge.corpus.backends.base import (
-    CorpusInfo, CorpusState, DocumentError, Hit, IngestProgress, LexicalBackend,
+    CorpusInfo, CorpusState, DocumentError, Hit, IngestProgress, LexicalBackend, document_id_problem,
 )
 from irforge.corpus.errors import BackendUnavailable, CorpusConflict, CorpusError, CorpusNotFound, CorpusNotReady
 from irforge.corpus.settings import Bm25Settings
@@ -301,11 +301,10 @@ class ElasticsearchBackend(LexicalBackend):
             actions = []
             for document in batch:
                 progress.received += 1
-                if not document.doc_id or any(c.isspace() for c in document.doc_id):
+                problem = document_id_problem(document)
+                if problem:
                     progress.failed += 1
-                    progress.errors.append(
-                        DocumentError(document.doc_id, "document id is empty or contains whitespace")
-                    )
+                    progress.errors.append(DocumentError(document.doc_id, problem))
                     continue
                 actions.append({
                     "_op_type": "index", "_index": index, "_id": document.doc_id,
@@ -354,7 +353,7 @@ class ElasticsearchBackend(LexicalBackend):
                 searches += [{}, search_body(query.text, k)]
             with self._reachable():
                 responses = self._client.msearch(index=self._index(corpus_id), searches=searches)["responses"]
-            for query, response in zip(chunk, responses):
+            for query, response in zip(chunk, responses, strict=True):
                 if "error" in response:
                     raise CorpusError(
                         f"Elasticsearch failed query {query.query_id!r} on corpus {corpus_id!r}: "

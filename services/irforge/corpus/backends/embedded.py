@@ -26,7 +26,7 @@ from bm25s.tokenization import Tokenizer
 
 from irforge.common.files import write_json_atomic
 from irforge.corpus.backends.base import (
-    CorpusInfo, CorpusState, DocumentError, Hit, IngestProgress, LexicalBackend,
+    CorpusInfo, CorpusState, DocumentError, Hit, IngestProgress, LexicalBackend, document_id_problem,
 )
 from irforge.corpus.errors import CorpusConflict, CorpusNotFound, CorpusNotReady
 from irforge.corpus.settings import Bm25Settings
@@ -150,15 +150,16 @@ class EmbeddedBackend(LexicalBackend):
             texts, accepted = [], []
             for document in batch:
                 progress.received += 1
-                if not document.doc_id or any(c.isspace() for c in document.doc_id):
+                problem = document_id_problem(document)
+                if problem:
                     progress.failed += 1
-                    progress.errors.append(DocumentError(document.doc_id, "document id is empty or contains whitespace"))
+                    progress.errors.append(DocumentError(document.doc_id, problem))
                     continue
                 texts.append(document.full_text)
                 accepted.append(document.doc_id)
             if texts:
                 token_ids = tokenizer.tokenize(texts, update_vocab=True, return_as="ids", show_progress=False)
-                for doc_id, ids in zip(accepted, token_ids):
+                for doc_id, ids in zip(accepted, token_ids, strict=True):
                     tokens[doc_id] = np.asarray([t for t in ids if t != EMPTY_TOKEN], dtype=np.int32)
                 progress.indexed += len(accepted)
             yield progress.snapshot()
