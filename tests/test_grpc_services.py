@@ -11,7 +11,7 @@ from grpc_reflection.v1alpha.proto_reflection_descriptor_database import ProtoRe
 from irforge.common.grpc_errors import ServiceUnavailable
 from irforge.common.grpc_server import open_channel, start_server, wait_until_serving
 from irforge.corpus import server as corpus_server
-from irforge.corpus.backends.embedded import EmbeddedBackend
+from irforge.corpus.lexical.embedded import EmbeddedBackend
 from irforge.corpus.client import RemoteCorpus
 from irforge.corpus.core import CorpusService
 from irforge.corpus.errors import CorpusConflict, CorpusNotFound, CorpusNotReady

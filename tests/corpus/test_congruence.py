@@ -14,7 +14,7 @@ import uuid
 
 import pytest
 
-from irforge.corpus.backends.base import CorpusState, LexicalBackend
+from irforge.corpus.lexical.base import CorpusState, LexicalBackend
 from irforge.corpus.errors import CorpusConflict, CorpusNotFound, CorpusNotReady
 from irforge.corpus.settings import Bm25Settings
 from irforge.data import iter_corpus
@@ -27,13 +27,13 @@ ES_URL = os.environ.get("IRFORGE_TEST_ELASTICSEARCH_URL")
 @pytest.fixture(params=["embedded", "elasticsearch"])
 def backend(request, tmp_path) -> LexicalBackend:
     if request.param == "embedded":
-        from irforge.corpus.backends.embedded import EmbeddedBackend
+        from irforge.corpus.lexical.embedded import EmbeddedBackend
 
         instance = EmbeddedBackend(tmp_path / "indexes")
     else:
         if not ES_URL:
             pytest.skip("IRFORGE_TEST_ELASTICSEARCH_URL is not set: no Elasticsearch server to test against")
-        from irforge.corpus.backends.elasticsearch import ElasticsearchBackend
+        from irforge.corpus.lexical.elasticsearch import ElasticsearchBackend
 
         instance = ElasticsearchBackend(ES_URL, index_prefix=f"irforge-test-{uuid.uuid4().hex[:8]}-")
     created: list[str] = []

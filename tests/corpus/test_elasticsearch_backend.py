@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from irforge.corpus.backends.base import CorpusState
-from irforge.corpus.backends.elasticsearch import (
+from irforge.corpus.lexical.base import CorpusState
+from irforge.corpus.lexical.elasticsearch import (
     CLIENT_VERSION, ElasticsearchBackend, elasticsearch_config, index_body, search_body, version_mismatch,
 )
 from irforge.corpus.errors import BackendUnavailable, CorpusConflict, CorpusNotFound, CorpusNotReady

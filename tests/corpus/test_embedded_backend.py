@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from irforge.corpus.backends.base import CorpusState
-from irforge.corpus.backends.embedded import EmbeddedBackend
+from irforge.corpus.lexical.base import CorpusState
+from irforge.corpus.lexical.embedded import EmbeddedBackend
 from irforge.corpus.settings import Bm25Settings
 from irforge.data.types import Document, Query
 

@@ -7,7 +7,7 @@ import sys
 from contextlib import ExitStack
 from pathlib import Path
 
-from irforge.corpus.backends import BACKENDS, make_backend
+from irforge.corpus.lexical import BACKENDS, make_backend
 from irforge.corpus.core import CorpusService
 from irforge.corpus.settings import Bm25Settings
 from irforge.evaluator.core import Evaluator

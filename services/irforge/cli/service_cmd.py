@@ -9,7 +9,7 @@ import threading
 from pathlib import Path
 
 from irforge.common.grpc_server import start_server
-from irforge.corpus.backends import BACKENDS
+from irforge.corpus.lexical import BACKENDS
 
 SERVICES = ("corpus", "evaluator", "all")
 
@@ -33,7 +33,7 @@ def build_bindings(args: argparse.Namespace) -> list:
     bindings = []
     if args.name in ("corpus", "all"):
         from irforge.corpus import server as corpus_server
-        from irforge.corpus.backends import make_backend
+        from irforge.corpus.lexical import make_backend
         from irforge.corpus.core import CorpusService
 
         backend = make_backend(args.backend, index_dir=args.index_dir, elasticsearch_url=args.elasticsearch_url)

@@ -10,7 +10,7 @@ from irforge.common.grpc_errors import raise_from_rpc
 from irforge.common.grpc_server import open_channel
 from irforge.common.iterables import chunked
 from irforge.corpus import protocol
-from irforge.corpus.backends.base import CorpusInfo, Hit, IngestProgress
+from irforge.corpus.lexical.base import CorpusInfo, Hit, IngestProgress
 from irforge.corpus.errors import CorpusNotFound
 from irforge.corpus.settings import Bm25Settings
 from irforge.data.types import Document, Query

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 
 from irforge.common.iterables import chunked
-from irforge.corpus.backends.base import CorpusInfo, Hit, IngestProgress, LexicalBackend
+from irforge.corpus.lexical.base import CorpusInfo, Hit, IngestProgress, LexicalBackend
 from irforge.corpus.errors import CorpusNotFound
 from irforge.corpus.settings import Bm25Settings
 from irforge.data.types import Document, Query

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from irforge.corpus.backends.base import CorpusInfo, CorpusState, DocumentError, Hit, IngestProgress
+from irforge.corpus.lexical.base import CorpusInfo, CorpusState, DocumentError, Hit, IngestProgress
 from irforge.corpus.settings import Bm25Settings
 from irforge.data.types import Document, Query
 from irforge.v1 import common_pb2, corpus_pb2

@@ -17,7 +17,7 @@ from typing import Protocol
 from irforge.common.files import write_json_atomic
 from irforge.common.iterables import chunked
 from irforge.common.versions import package_versions
-from irforge.corpus.backends.base import CorpusInfo, CorpusState, Hit, IngestProgress
+from irforge.corpus.lexical.base import CorpusInfo, CorpusState, Hit, IngestProgress
 from irforge.corpus.settings import Bm25Settings
 from irforge.data import BeirDataset, write_trec_run
 from irforge.data.qrels import check_qrels_references

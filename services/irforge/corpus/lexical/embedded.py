@@ -25,7 +25,7 @@ import Stemmer
 from bm25s.tokenization import Tokenizer
 
 from irforge.common.files import write_json_atomic
-from irforge.corpus.backends.base import (
+from irforge.corpus.lexical.base import (
     CorpusInfo, CorpusState, DocumentError, Hit, IngestProgress, LexicalBackend, document_id_problem,
 )
 from irforge.corpus.errors import CorpusConflict, CorpusNotFound, CorpusNotReady

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import platformdirs
 
-from irforge.corpus.backends.base import LexicalBackend
+from irforge.corpus.lexical.base import LexicalBackend
 
 BACKENDS = ("embedded", "elasticsearch")
 
@@ -20,11 +20,11 @@ def default_index_dir() -> Path:
 def make_backend(kind: str, *, index_dir: str | Path | None = None, elasticsearch_url: str | None = None) -> LexicalBackend:
     """Build a backend by name. Imports are lazy: the embedded default never loads the ES client."""
     if kind == "embedded":
-        from irforge.corpus.backends.embedded import EmbeddedBackend
+        from irforge.corpus.lexical.embedded import EmbeddedBackend
 
         return EmbeddedBackend(index_dir or default_index_dir())
     if kind == "elasticsearch":
-        from irforge.corpus.backends.elasticsearch import ElasticsearchBackend
+        from irforge.corpus.lexical.elasticsearch import ElasticsearchBackend
 
         url = elasticsearch_url or os.environ.get("IRFORGE_ELASTICSEARCH_URL")
         if not url:

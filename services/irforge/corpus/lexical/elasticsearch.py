@@ -22,7 +22,7 @@ import elasticsearch
 from elasticsearch import ApiError, Elasticsearch, NotFoundError, TransportError, UnsupportedProductError
 from elasticsearch.helpers import streaming_bulk
 
-from irforge.corpus.backends.base import (
+from irforge.corpus.lexical.base import (
     CorpusInfo, CorpusState, DocumentError, Hit, IngestProgress, LexicalBackend, document_id_problem,
 )
 from irforge.corpus.errors import BackendUnavailable, CorpusConflict, CorpusError, CorpusNotFound, CorpusNotReady
