@@ -17,6 +17,90 @@ CORPUS_STATE_UNSPECIFIED: CorpusState
 CORPUS_STATE_EMPTY: CorpusState
 CORPUS_STATE_READY: CorpusState
 
+class HnswSettings(_message.Message):
+    __slots__ = ("m", "ef_construct", "ef_search")
+    M_FIELD_NUMBER: _ClassVar[int]
+    EF_CONSTRUCT_FIELD_NUMBER: _ClassVar[int]
+    EF_SEARCH_FIELD_NUMBER: _ClassVar[int]
+    m: int
+    ef_construct: int
+    ef_search: int
+    def __init__(self, m: _Optional[int] = ..., ef_construct: _Optional[int] = ..., ef_search: _Optional[int] = ...) -> None: ...
+
+class CreateVectorCollectionRequest(_message.Message):
+    __slots__ = ("collection_id", "dimension", "distance", "fingerprint", "hnsw")
+    COLLECTION_ID_FIELD_NUMBER: _ClassVar[int]
+    DIMENSION_FIELD_NUMBER: _ClassVar[int]
+    DISTANCE_FIELD_NUMBER: _ClassVar[int]
+    FINGERPRINT_FIELD_NUMBER: _ClassVar[int]
+    HNSW_FIELD_NUMBER: _ClassVar[int]
+    collection_id: str
+    dimension: int
+    distance: str
+    fingerprint: str
+    hnsw: HnswSettings
+    def __init__(self, collection_id: _Optional[str] = ..., dimension: _Optional[int] = ..., distance: _Optional[str] = ..., fingerprint: _Optional[str] = ..., hnsw: _Optional[_Union[HnswSettings, _Mapping]] = ...) -> None: ...
+
+class GetVectorCollectionRequest(_message.Message):
+    __slots__ = ("collection_id",)
+    COLLECTION_ID_FIELD_NUMBER: _ClassVar[int]
+    collection_id: str
+    def __init__(self, collection_id: _Optional[str] = ...) -> None: ...
+
+class VectorCollectionInfo(_message.Message):
+    __slots__ = ("collection_id", "dimension", "distance", "fingerprint", "state", "point_count", "backend", "config_json")
+    COLLECTION_ID_FIELD_NUMBER: _ClassVar[int]
+    DIMENSION_FIELD_NUMBER: _ClassVar[int]
+    DISTANCE_FIELD_NUMBER: _ClassVar[int]
+    FINGERPRINT_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    POINT_COUNT_FIELD_NUMBER: _ClassVar[int]
+    BACKEND_FIELD_NUMBER: _ClassVar[int]
+    CONFIG_JSON_FIELD_NUMBER: _ClassVar[int]
+    collection_id: str
+    dimension: int
+    distance: str
+    fingerprint: str
+    state: CorpusState
+    point_count: int
+    backend: str
+    config_json: str
+    def __init__(self, collection_id: _Optional[str] = ..., dimension: _Optional[int] = ..., distance: _Optional[str] = ..., fingerprint: _Optional[str] = ..., state: _Optional[_Union[CorpusState, str]] = ..., point_count: _Optional[int] = ..., backend: _Optional[str] = ..., config_json: _Optional[str] = ...) -> None: ...
+
+class UpsertVectorsRequest(_message.Message):
+    __slots__ = ("collection_id", "doc_ids", "dimension", "vectors")
+    COLLECTION_ID_FIELD_NUMBER: _ClassVar[int]
+    DOC_IDS_FIELD_NUMBER: _ClassVar[int]
+    DIMENSION_FIELD_NUMBER: _ClassVar[int]
+    VECTORS_FIELD_NUMBER: _ClassVar[int]
+    collection_id: str
+    doc_ids: _containers.RepeatedScalarFieldContainer[str]
+    dimension: int
+    vectors: bytes
+    def __init__(self, collection_id: _Optional[str] = ..., doc_ids: _Optional[_Iterable[str]] = ..., dimension: _Optional[int] = ..., vectors: _Optional[bytes] = ...) -> None: ...
+
+class UpsertVectorsResponse(_message.Message):
+    __slots__ = ("upserted",)
+    UPSERTED_FIELD_NUMBER: _ClassVar[int]
+    upserted: int
+    def __init__(self, upserted: _Optional[int] = ...) -> None: ...
+
+class VectorSearchRequest(_message.Message):
+    __slots__ = ("collection_id", "dimension", "vectors", "query_ids", "k", "exact")
+    COLLECTION_ID_FIELD_NUMBER: _ClassVar[int]
+    DIMENSION_FIELD_NUMBER: _ClassVar[int]
+    VECTORS_FIELD_NUMBER: _ClassVar[int]
+    QUERY_IDS_FIELD_NUMBER: _ClassVar[int]
+    K_FIELD_NUMBER: _ClassVar[int]
+    EXACT_FIELD_NUMBER: _ClassVar[int]
+    collection_id: str
+    dimension: int
+    vectors: bytes
+    query_ids: _containers.RepeatedScalarFieldContainer[str]
+    k: int
+    exact: bool
+    def __init__(self, collection_id: _Optional[str] = ..., dimension: _Optional[int] = ..., vectors: _Optional[bytes] = ..., query_ids: _Optional[_Iterable[str]] = ..., k: _Optional[int] = ..., exact: _Optional[bool] = ...) -> None: ...
+
 class Bm25Settings(_message.Message):
     __slots__ = ("k1", "b")
     K1_FIELD_NUMBER: _ClassVar[int]

@@ -64,6 +64,36 @@ class CorpusStub:
                 request_serializer=irforge_dot_v1_dot_corpus__pb2.BatchSearchRequest.SerializeToString,
                 response_deserializer=irforge_dot_v1_dot_corpus__pb2.SearchResponse.FromString,
                 _registered_method=True)
+        self.CreateVectorCollection = channel.unary_unary(
+                '/irforge.v1.Corpus/CreateVectorCollection',
+                request_serializer=irforge_dot_v1_dot_corpus__pb2.CreateVectorCollectionRequest.SerializeToString,
+                response_deserializer=irforge_dot_v1_dot_corpus__pb2.VectorCollectionInfo.FromString,
+                _registered_method=True)
+        self.GetVectorCollection = channel.unary_unary(
+                '/irforge.v1.Corpus/GetVectorCollection',
+                request_serializer=irforge_dot_v1_dot_corpus__pb2.GetVectorCollectionRequest.SerializeToString,
+                response_deserializer=irforge_dot_v1_dot_corpus__pb2.VectorCollectionInfo.FromString,
+                _registered_method=True)
+        self.DeleteVectorCollection = channel.unary_unary(
+                '/irforge.v1.Corpus/DeleteVectorCollection',
+                request_serializer=irforge_dot_v1_dot_corpus__pb2.GetVectorCollectionRequest.SerializeToString,
+                response_deserializer=irforge_dot_v1_dot_corpus__pb2.DeleteCorpusResponse.FromString,
+                _registered_method=True)
+        self.UpsertVectors = channel.stream_unary(
+                '/irforge.v1.Corpus/UpsertVectors',
+                request_serializer=irforge_dot_v1_dot_corpus__pb2.UpsertVectorsRequest.SerializeToString,
+                response_deserializer=irforge_dot_v1_dot_corpus__pb2.UpsertVectorsResponse.FromString,
+                _registered_method=True)
+        self.CommitVectors = channel.unary_unary(
+                '/irforge.v1.Corpus/CommitVectors',
+                request_serializer=irforge_dot_v1_dot_corpus__pb2.GetVectorCollectionRequest.SerializeToString,
+                response_deserializer=irforge_dot_v1_dot_corpus__pb2.VectorCollectionInfo.FromString,
+                _registered_method=True)
+        self.VectorSearch = channel.unary_stream(
+                '/irforge.v1.Corpus/VectorSearch',
+                request_serializer=irforge_dot_v1_dot_corpus__pb2.VectorSearchRequest.SerializeToString,
+                response_deserializer=irforge_dot_v1_dot_corpus__pb2.SearchResponse.FromString,
+                _registered_method=True)
 
 
 class CorpusServicer:
@@ -109,6 +139,47 @@ class CorpusServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CreateVectorCollection(self, request, context):
+        """Vector collections (one per corpus x encoder identity), behind one VectorBackend interface
+        (embedded Qdrant Edge by default, a Qdrant server in production).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetVectorCollection(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteVectorCollection(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UpsertVectors(self, request_iterator, context):
+        """Client-streaming upsert of vector batches; point id = corpus doc id, so repeating is idempotent.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CommitVectors(self, request, context):
+        """Builds the search index (HNSW) and marks the collection READY.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def VectorSearch(self, request, context):
+        """One response per query vector, streamed in order.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_CorpusServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -140,6 +211,36 @@ def add_CorpusServicer_to_server(servicer, server):
             'BatchSearch': grpc.unary_stream_rpc_method_handler(
                     servicer.BatchSearch,
                     request_deserializer=irforge_dot_v1_dot_corpus__pb2.BatchSearchRequest.FromString,
+                    response_serializer=irforge_dot_v1_dot_corpus__pb2.SearchResponse.SerializeToString,
+            ),
+            'CreateVectorCollection': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateVectorCollection,
+                    request_deserializer=irforge_dot_v1_dot_corpus__pb2.CreateVectorCollectionRequest.FromString,
+                    response_serializer=irforge_dot_v1_dot_corpus__pb2.VectorCollectionInfo.SerializeToString,
+            ),
+            'GetVectorCollection': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetVectorCollection,
+                    request_deserializer=irforge_dot_v1_dot_corpus__pb2.GetVectorCollectionRequest.FromString,
+                    response_serializer=irforge_dot_v1_dot_corpus__pb2.VectorCollectionInfo.SerializeToString,
+            ),
+            'DeleteVectorCollection': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteVectorCollection,
+                    request_deserializer=irforge_dot_v1_dot_corpus__pb2.GetVectorCollectionRequest.FromString,
+                    response_serializer=irforge_dot_v1_dot_corpus__pb2.DeleteCorpusResponse.SerializeToString,
+            ),
+            'UpsertVectors': grpc.stream_unary_rpc_method_handler(
+                    servicer.UpsertVectors,
+                    request_deserializer=irforge_dot_v1_dot_corpus__pb2.UpsertVectorsRequest.FromString,
+                    response_serializer=irforge_dot_v1_dot_corpus__pb2.UpsertVectorsResponse.SerializeToString,
+            ),
+            'CommitVectors': grpc.unary_unary_rpc_method_handler(
+                    servicer.CommitVectors,
+                    request_deserializer=irforge_dot_v1_dot_corpus__pb2.GetVectorCollectionRequest.FromString,
+                    response_serializer=irforge_dot_v1_dot_corpus__pb2.VectorCollectionInfo.SerializeToString,
+            ),
+            'VectorSearch': grpc.unary_stream_rpc_method_handler(
+                    servicer.VectorSearch,
+                    request_deserializer=irforge_dot_v1_dot_corpus__pb2.VectorSearchRequest.FromString,
                     response_serializer=irforge_dot_v1_dot_corpus__pb2.SearchResponse.SerializeToString,
             ),
     }
@@ -304,6 +405,168 @@ class Corpus:
             target,
             '/irforge.v1.Corpus/BatchSearch',
             irforge_dot_v1_dot_corpus__pb2.BatchSearchRequest.SerializeToString,
+            irforge_dot_v1_dot_corpus__pb2.SearchResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CreateVectorCollection(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/irforge.v1.Corpus/CreateVectorCollection',
+            irforge_dot_v1_dot_corpus__pb2.CreateVectorCollectionRequest.SerializeToString,
+            irforge_dot_v1_dot_corpus__pb2.VectorCollectionInfo.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetVectorCollection(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/irforge.v1.Corpus/GetVectorCollection',
+            irforge_dot_v1_dot_corpus__pb2.GetVectorCollectionRequest.SerializeToString,
+            irforge_dot_v1_dot_corpus__pb2.VectorCollectionInfo.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteVectorCollection(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/irforge.v1.Corpus/DeleteVectorCollection',
+            irforge_dot_v1_dot_corpus__pb2.GetVectorCollectionRequest.SerializeToString,
+            irforge_dot_v1_dot_corpus__pb2.DeleteCorpusResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UpsertVectors(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_unary(
+            request_iterator,
+            target,
+            '/irforge.v1.Corpus/UpsertVectors',
+            irforge_dot_v1_dot_corpus__pb2.UpsertVectorsRequest.SerializeToString,
+            irforge_dot_v1_dot_corpus__pb2.UpsertVectorsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CommitVectors(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/irforge.v1.Corpus/CommitVectors',
+            irforge_dot_v1_dot_corpus__pb2.GetVectorCollectionRequest.SerializeToString,
+            irforge_dot_v1_dot_corpus__pb2.VectorCollectionInfo.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def VectorSearch(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/irforge.v1.Corpus/VectorSearch',
+            irforge_dot_v1_dot_corpus__pb2.VectorSearchRequest.SerializeToString,
             irforge_dot_v1_dot_corpus__pb2.SearchResponse.FromString,
             options,
             channel_credentials,

@@ -1,0 +1,80 @@
+"""The one interface every vector backend implements; tests/corpus/test_vector_congruence.py
+runs every operation on each backend available and asserts the same behaviour."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from irforge.corpus.errors import CorpusError
+from irforge.corpus.lexical.base import CorpusState, Hit
+
+DISTANCES = ("cosine", "dot")
+
+
+class DimensionMismatch(CorpusError):
+    """Vectors whose dimension differs from the collection's (e.g. another model's)."""
+
+
+@dataclass(frozen=True)
+class HnswSettings:
+    m: int = 16
+    ef_construct: int = 100
+    ef_search: int = 128   # search-time beam (Qdrant's hnsw_ef)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class VectorCollectionInfo:
+    collection_id: str
+    dimension: int
+    distance: str            # "cosine" | "dot"
+    fingerprint: str         # corpus fingerprint + encoder identity key
+    state: CorpusState       # EMPTY until commit(), then READY
+    point_count: int
+    backend: str
+    config: dict[str, Any]   # engine, version, HNSW parameters, storage
+
+
+class VectorBackend(ABC):
+    """Stores one vector per corpus document id, searches exactly or by HNSW. Thread-safe."""
+
+    name: str
+
+    @abstractmethod
+    def create(self, collection_id: str, dimension: int, distance: str, fingerprint: str,
+               hnsw: HnswSettings = HnswSettings()) -> VectorCollectionInfo:
+        """Create an empty collection, or return the existing one when dimension, distance and
+        fingerprint match. Raises DimensionMismatch when only the dimension differs, CorpusConflict
+        for any other difference, ValueError for a bad id, dimension or distance."""
+
+    @abstractmethod
+    def info(self, collection_id: str) -> VectorCollectionInfo | None: ...
+
+    @abstractmethod
+    def delete(self, collection_id: str) -> bool: ...
+
+    @abstractmethod
+    def upsert(self, collection_id: str, doc_ids: list[str], vectors: np.ndarray) -> int:
+        """Store vectors (float32, shape (len(doc_ids), dimension)) under their doc ids; an id seen
+        before is replaced, so repeating an upsert is idempotent. Marks the collection EMPTY
+        (uncommitted) again. Returns the number upserted. Raises CorpusNotFound, DimensionMismatch,
+        ValueError (count mismatch, NaN/inf, duplicate ids in one call)."""
+
+    @abstractmethod
+    def commit(self, collection_id: str) -> VectorCollectionInfo:
+        """Make everything upserted searchable (build the HNSW index) and mark READY."""
+
+    @abstractmethod
+    def search(self, collection_id: str, queries: np.ndarray, k: int, exact: bool = True) -> list[list[Hit]]:
+        """Top-k hits per query vector, best first, ties by doc id descending (trec_eval's rule).
+        Scores are the distance's similarity (cosine or dot). Raises CorpusNotFound, CorpusNotReady,
+        DimensionMismatch, ValueError (k <= 0)."""
+
+    def close(self) -> None:
+        """Release handles."""

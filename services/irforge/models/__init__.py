@@ -1,0 +1,1 @@
+"""Models service: text encoders (sentence-transformers) in-process or on Ray Serve."""

@@ -1,0 +1,145 @@
+"""The encoder core: a sentence-transformers model with its prefixes, length cap and normalisation.
+
+Transport-free: `irforge eval` uses it in-process (the embedded default), the Ray Serve deployment
+wraps it, and the gRPC Encoder service fronts either. `identity` names everything that changes a
+vector, so the embedding cache and vector collections are keyed by it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from enum import Enum
+from pathlib import Path
+
+import numpy as np
+
+from irforge.models.errors import EncodingError, ModelNotFound
+from irforge.models.registry import canonical_name, packaged_model_path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin", "config.json", "modules.json", "sentence_bert_config.json", "tokenizer.json")
+
+
+class TextRole(str, Enum):
+    QUERY = "query"
+    PASSAGE = "passage"
+
+
+@dataclass(frozen=True)
+class EncoderSpec:
+    """What to load and how to encode. Everything here but device/batch settings is identity."""
+
+    model: str                          # a local folder, or a hub name (packaged copies resolve offline)
+    revision: str | None = None         # hub revision; local folders are identified by a hash of their weights
+    query_prefix: str = ""              # e.g. E5 "query: ", BGE's retrieval instruction
+    passage_prefix: str = ""            # e.g. E5 "passage: "
+    normalize: bool = True              # unit vectors: cosine similarity; False: dot product
+    max_seq_length: int | None = None   # None keeps the model's own cap (MiniLM: 256 tokens)
+    batch_size: int = 64
+    device: str | None = None           # "cpu", "cuda", "cuda:1"; None picks CUDA when present
+    precision: str = "float32"          # "float16" / "bfloat16" on GPU
+    extra: dict = field(default_factory=dict)  # reserved for model-specific options, recorded
+
+    @property
+    def distance(self) -> str:
+        return "cosine" if self.normalize else "dot"
+
+
+def _weights_digest(folder: Path) -> str:
+    digest = hashlib.sha256()
+    found = False
+    for name in WEIGHT_FILES:
+        path = folder / name
+        if path.is_file():
+            found = True
+            digest.update(name.encode())
+            with open(path, "rb") as handle:
+                for block in iter(lambda: handle.read(1 << 20), b""):
+                    digest.update(block)
+    if not found:
+        raise ModelNotFound(f"{folder} holds no model weights or config ({', '.join(WEIGHT_FILES[:2])})")
+    return "sha256:" + digest.hexdigest()[:16]
+
+
+def resolve_model(spec: EncoderSpec) -> tuple[str, str, str]:
+    """(what to pass to SentenceTransformer, display name, revision). Raises ModelNotFound."""
+    path = Path(spec.model).expanduser()
+    if path.exists():
+        if not path.is_dir():
+            raise ModelNotFound(f"model path {path} is a file; give the model's folder")
+        return str(path), path.resolve().name, spec.revision or _weights_digest(path)
+    packaged = packaged_model_path(spec.model)
+    if packaged is not None:
+        return str(packaged), canonical_name(spec.model), spec.revision or _weights_digest(packaged)
+    if spec.model.startswith((".", "/", "~")) or os.sep in spec.model and spec.model.count("/") > 1:
+        raise ModelNotFound(f"model path {spec.model} does not exist")
+    return spec.model, spec.model, spec.revision or "hub-default"
+
+
+class EncoderCore:
+    def __init__(self, spec: EncoderSpec):
+        from sentence_transformers import SentenceTransformer
+
+        self.spec = spec
+        source, self.name, self.revision = resolve_model(spec)
+        try:
+            self.model = SentenceTransformer(source, device=spec.device, revision=spec.revision,
+                                             model_kwargs=self._model_kwargs())
+        except OSError as error:  # the hub cache has no such model and downloads are off
+            raise ModelNotFound(
+                f"cannot load model {spec.model!r}: {error}. Give a local folder, a packaged model "
+                f"(e.g. all-MiniLM-L6-v2), or pre-fetch it into the hub cache"
+            ) from None
+        if spec.max_seq_length:
+            self.model.max_seq_length = spec.max_seq_length
+        self.dimension = int(self.model.get_embedding_dimension())
+
+    def _model_kwargs(self) -> dict:
+        if self.spec.precision == "float32":
+            return {}
+        import torch
+
+        return {"torch_dtype": {"float16": torch.float16, "bfloat16": torch.bfloat16}[self.spec.precision]}
+
+    @property
+    def identity(self) -> dict:
+        """Everything that changes a vector; keys caches and vector collections."""
+        return {
+            "model": self.name, "revision": self.revision, "query_prefix": self.spec.query_prefix,
+            "passage_prefix": self.spec.passage_prefix, "normalize": self.spec.normalize,
+            "max_seq_length": int(self.model.max_seq_length), "dimension": self.dimension,
+        }
+
+    @property
+    def identity_key(self) -> str:
+        return hashlib.sha256(json.dumps(self.identity, sort_keys=True).encode()).hexdigest()[:24]
+
+    def describe(self) -> dict:
+        return {**self.identity, "distance": self.spec.distance, "device": str(self.model.device),
+                "precision": self.spec.precision, "batch_size": self.spec.batch_size, "spec": asdict(self.spec)}
+
+    def encode(self, texts: list[str], role: TextRole) -> np.ndarray:
+        """float32 array (len(texts), dimension); prefixes added here, not by callers."""
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        prefix = self.spec.query_prefix if role == TextRole.QUERY else self.spec.passage_prefix
+        vectors = self.model.encode(
+            [prefix + text for text in texts], batch_size=self.spec.batch_size, convert_to_numpy=True,
+            normalize_embeddings=self.spec.normalize, show_progress_bar=False,
+        ).astype(np.float32, copy=False)
+        check_vectors(vectors, len(texts), self.dimension, f"model {self.name}")
+        return vectors
+
+
+def check_vectors(vectors: np.ndarray, count: int, dimension: int, source: str) -> None:
+    """Reject answers that would be scored silently wrong."""
+    if vectors.ndim != 2 or vectors.shape[0] != count:
+        raise EncodingError(f"{source} returned {vectors.shape[0] if vectors.ndim else 0} vectors for {count} texts")
+    if vectors.shape[1] != dimension:
+        raise EncodingError(f"{source} returned vectors of dimension {vectors.shape[1]}, expected {dimension}")
+    if not np.isfinite(vectors).all():
+        raise EncodingError(f"{source} returned NaN or infinite values")

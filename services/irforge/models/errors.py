@@ -1,0 +1,15 @@
+"""Model errors a user can act on."""
+
+from __future__ import annotations
+
+
+class ModelError(RuntimeError):
+    """Base class for model problems."""
+
+
+class ModelNotFound(ModelError):
+    """The model path does not exist, or the name is neither packaged nor in the local hub cache."""
+
+
+class EncodingError(ModelError):
+    """An encoder answered with something unusable (wrong count, wrong dimension, NaN)."""
