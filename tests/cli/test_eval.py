@@ -53,12 +53,12 @@ def test_results_json_carries_everything_needed_to_reproduce(scifact_results, ca
     assert REQUIRED_METRICS <= set(r["metrics"])
     assert len(r["per_query"]) == 300 and REQUIRED_METRICS <= set(r["per_query"]["1"])
     retriever = r["retriever"]
-    for key in ("name", "backend", "top_k", "k1", "b", "tokenizer", "stemmer", "stopwords", "fields", "bm25s_version"):
+    for key in ("name", "backend", "top_k", "k1", "b", "tokenizer", "stemmer", "stopwords", "fields", "bm25s_version", "corpus_id"):
         assert key in retriever, key
     assert (retriever["k1"], retriever["b"], retriever["top_k"]) == (0.9, 0.4, 1000)
     assert r["evaluation"]["options"]["drop_identical_ids"] is True
     assert r["evaluation"]["identical_ids"] == "dropped"
-    assert {"ingest_s", "retrieve_s", "evaluate_s", "total_s"} <= set(r["timings"])
+    assert {"index_s", "retrieve_s", "evaluate_s", "total_s"} <= set(r["timings"])
     assert {"irforge", "python", "pytrec_eval-terrier", "bm25s"} <= set(r["versions"])
     assert r["data"]["qrels_problems"] == {"unknown_queries": 0, "unknown_documents": 0, "examples": []}
     assert r["data"]["corpus_fingerprint_sha256"].startswith("dec31c81")  # the checksum in data/beir/README.md

@@ -7,12 +7,11 @@ import sys
 from contextlib import ExitStack
 from pathlib import Path
 
-from irforge.corpus.lexical import BACKENDS, make_backend
-from irforge.corpus.core import CorpusService
+from irforge.cli import build
 from irforge.corpus.settings import Bm25Settings
-from irforge.evaluator.core import Evaluator
 from irforge.evaluator.measures import DEFAULT_MEASURES, parse_measures
-from irforge.pipeline.eval_job import RETRIEVERS, EvalJob, EvalJobSpec
+from irforge.pipeline.eval_job import EvalJob, EvalJobSpec
+from irforge.pipeline.retrievers import RETRIEVERS
 
 
 def add_parser(subparsers) -> None:
@@ -26,63 +25,60 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--split", default="test")
     parser.add_argument("--top-k", type=int, default=1000, help="documents retrieved per query (default 1000)")
     parser.add_argument("--out", type=Path, required=True, help="output folder for run.trec and results.json")
-    parser.add_argument("--backend", choices=BACKENDS, default="embedded", help="lexical backend when running in-process")
-    parser.add_argument("--index-dir", type=Path, help="embedded indexes (default $IRFORGE_INDEX_DIR or the user data dir)")
-    parser.add_argument("--elasticsearch-url", help="Elasticsearch URL (default $IRFORGE_ELASTICSEARCH_URL)")
-    parser.add_argument("--k1", type=float, default=Bm25Settings.k1, help=f"BM25 k1 (default {Bm25Settings.k1})")
-    parser.add_argument("--b", type=float, default=Bm25Settings.b, help=f"BM25 b (default {Bm25Settings.b})")
     parser.add_argument("-m", "--measure", dest="measures", action="append", metavar="MEASURE",
                         help=f"measure to report (repeatable; default {' '.join(DEFAULT_MEASURES)})")
     parser.add_argument("--keep-identical-ids", action="store_true",
                         help="keep retrieved documents whose id equals the query id (BEIR drops them; default: drop)")
-    parser.add_argument("--server", metavar="HOST:PORT", help="use running irforge services (corpus + evaluator) at this address")
-    parser.add_argument("--corpus-server", metavar="HOST:PORT", help="corpus service address (overrides --server)")
-    parser.add_argument("--evaluator-server", metavar="HOST:PORT", help="evaluator service address (overrides --server)")
+
+    lexical = parser.add_argument_group("BM25 (bm25, hybrid)")
+    lexical.add_argument("--backend", choices=("embedded", "elasticsearch"), default="embedded", help="lexical backend when in-process")
+    lexical.add_argument("--index-dir", type=Path, help="embedded BM25 indexes (default $IRFORGE_INDEX_DIR or the user data dir)")
+    lexical.add_argument("--elasticsearch-url", help="Elasticsearch URL (default $IRFORGE_ELASTICSEARCH_URL)")
+    lexical.add_argument("--k1", type=float, default=Bm25Settings.k1, help=f"BM25 k1 (default {Bm25Settings.k1})")
+    lexical.add_argument("--b", type=float, default=Bm25Settings.b, help=f"BM25 b (default {Bm25Settings.b})")
+
+    build.add_dense_arguments(parser)
+
+    remote = parser.add_argument_group("running services")
+    remote.add_argument("--server", metavar="HOST:PORT", help="use running irforge services (corpus, evaluator, encoder) at this address")
+    remote.add_argument("--corpus-server", metavar="HOST:PORT", help="corpus service address (overrides --server)")
+    remote.add_argument("--evaluator-server", metavar="HOST:PORT", help="evaluator service address (overrides --server)")
+    remote.add_argument("--encoder-server", metavar="HOST:PORT", help="encoder service address (overrides --server)")
     parser.set_defaults(handler=run_eval)
 
 
 def run_eval(args: argparse.Namespace) -> int:
     try:
         spec = EvalJobSpec(
-            dataset=args.dataset, out_dir=args.out, split=args.split, retriever=args.retriever, top_k=args.top_k,
-            bm25=Bm25Settings(k1=args.k1, b=args.b), measures=tuple(args.measures or DEFAULT_MEASURES),
-            drop_identical_ids=not args.keep_identical_ids,
+            dataset=args.dataset, out_dir=args.out, split=args.split, top_k=args.top_k,
+            measures=tuple(args.measures or DEFAULT_MEASURES), drop_identical_ids=not args.keep_identical_ids,
         )
         parse_measures(list(spec.measures))  # fail before any indexing work
+        settings = build.settings_from_args(args)
     except ValueError as error:
         print(f"irforge eval: error: {error}", file=sys.stderr)
         return 2
     with ExitStack() as stack:
-        corpus_address = args.corpus_server or args.server
-        evaluator_address = args.evaluator_server or args.server
-        if corpus_address:
-            from irforge.corpus.client import RemoteCorpus
-
-            corpus = RemoteCorpus(corpus_address)
-        else:
-            corpus = CorpusService(make_backend(args.backend, index_dir=args.index_dir, elasticsearch_url=args.elasticsearch_url))
-        stack.callback(corpus.close)
-        if evaluator_address:
-            from irforge.evaluator.client import RemoteEvaluator
-
-            evaluator = RemoteEvaluator(evaluator_address)
-            stack.callback(evaluator.close)
-        else:
-            evaluator = Evaluator()
-        mode = "in-process" if not (corpus_address or evaluator_address) else f"corpus={corpus_address or 'in-process'} evaluator={evaluator_address or 'in-process'}"
-        results = EvalJob(spec, corpus, evaluator, mode).run()
+        retriever, evaluator, mode = build.build_pipeline(args, settings, stack)
+        results = EvalJob(spec, retriever, evaluator, mode).run()
     print_table(results, sys.stdout)
     return 0
 
 
+def _describe_retriever(retriever: dict) -> str:
+    if retriever["name"] == "bm25":
+        return f"bm25 ({retriever['backend']}, k1={retriever.get('k1')}, b={retriever.get('b')})"
+    if retriever["name"] == "dense":
+        search = retriever["search"] if isinstance(retriever["search"], str) else "hnsw"
+        return f"dense ({retriever['encoder']['model']}, {search}, {retriever['vector_backend']})"
+    fusion = retriever["fusion"]
+    return f"hybrid ({fusion['method']} of bm25 + {retriever['dense']['encoder']['model']})"
+
+
 def print_table(results: dict, out) -> None:
-    retriever = results["retriever"]
-    settings = ", ".join(f"{key}={retriever[key]}" for key in ("k1", "b") if key in retriever)
     evaluation = results["evaluation"]
-    out.write(
-        f"\n{results['dataset']} · {results['split']} · {retriever['name']} ({retriever['backend']}"
-        f"{', ' + settings if settings else ''}) · {evaluation['queries_evaluated']} queries\n"
-    )
+    out.write(f"\n{results['dataset']} · {results['split']} · {_describe_retriever(results['retriever'])} · "
+              f"{evaluation['queries_evaluated']} queries\n")
     width = max(len(name) for name in results["metrics"])
     out.write(f"{'measure':<{width}}  value\n")
     for name, value in results["metrics"].items():
@@ -90,11 +86,16 @@ def print_table(results: dict, out) -> None:
     problems = results["data"]["qrels_problems"]
     if problems["unknown_queries"] or problems["unknown_documents"]:
         out.write(f"qrels problems: {problems['unknown_queries']} unknown queries, {problems['unknown_documents']} unknown documents\n")
-    if results["counts"]["documents_failed"]:
-        out.write(f"documents that failed to index: {results['counts']['documents_failed']} (see results.json)\n")
+    counts = results["counts"]
+    if counts["documents_failed"]:
+        out.write(f"documents not indexed: {counts['documents_failed']} (see results.json counts.document_errors)\n")
+    work = []
+    if "documents_ingested" in counts:
+        work.append("bm25 index reused" if counts["ingest_skipped"] else f"{counts['documents_ingested']} documents indexed")
+    if "documents_encoded" in counts:
+        work.append("vectors reused" if counts["vectors_skipped"] else
+                    f"{counts['documents_encoded']} documents encoded ({counts['documents_reused_from_cache']} from cache)")
     timings = results["timings"]
-    out.write(
-        f"ingest {timings['ingest_s']:.1f}s{' (index reused)' if results['counts']['ingest_skipped'] else ''} · "
-        f"retrieve {timings['retrieve_s']:.1f}s · evaluate {timings['evaluate_s']:.1f}s\n"
-    )
+    out.write(f"{', '.join(work)} · index {timings['index_s']:.1f}s · retrieve {timings['retrieve_s']:.1f}s · "
+              f"evaluate {timings['evaluate_s']:.1f}s\n")
     out.write(f"wrote {results['files']['run']} and results.json\n")

@@ -8,12 +8,14 @@ import functools
 import grpc
 
 from irforge.corpus.errors import BackendUnavailable, CorpusConflict, CorpusError, CorpusNotFound, CorpusNotReady
+from irforge.corpus.vectors.base import DimensionMismatch
 from irforge.data.errors import DataFormatError
 from irforge.evaluator.core import EvaluationError
 from irforge.evaluator.measures import MeasureError
 
 # Most specific first. Clients turn a code back into the first type listed for it.
 _ERRORS: list[tuple[type[Exception], grpc.StatusCode]] = [
+    (DimensionMismatch, grpc.StatusCode.INVALID_ARGUMENT),
     (CorpusNotFound, grpc.StatusCode.NOT_FOUND),
     (CorpusNotReady, grpc.StatusCode.FAILED_PRECONDITION),
     (CorpusConflict, grpc.StatusCode.ALREADY_EXISTS),

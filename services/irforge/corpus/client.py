@@ -5,14 +5,17 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 
 import grpc
+import numpy as np
 
 from irforge.common.grpc_errors import raise_from_rpc
 from irforge.common.grpc_server import open_channel
 from irforge.common.iterables import chunked
+from irforge.common.packing import pack_vectors
 from irforge.corpus import protocol
 from irforge.corpus.lexical.base import CorpusInfo, Hit, IngestProgress
 from irforge.corpus.errors import CorpusNotFound
 from irforge.corpus.settings import Bm25Settings
+from irforge.corpus.vectors.base import HnswSettings, VectorCollectionInfo
 from irforge.data.types import Document, Query
 from irforge.v1 import corpus_pb2, corpus_pb2_grpc
 
@@ -73,6 +76,51 @@ class RemoteCorpus:
         for chunk in chunked(queries, QUERIES_PER_REQUEST):
             request = corpus_pb2.BatchSearchRequest(corpus_id=corpus_id, queries=[protocol.query_to_proto(q) for q in chunk], k=k)
             for message in self._stream(self._stub.BatchSearch(request, timeout=self.timeout)):
+                yield message.query_id, protocol.hits_from_proto(message)
+
+    # -- vector collections -----------------------------------------------------------------
+
+    def create_vector_collection(self, collection_id: str, dimension: int, distance: str, fingerprint: str,
+                                 hnsw: HnswSettings = HnswSettings()) -> VectorCollectionInfo:
+        request = corpus_pb2.CreateVectorCollectionRequest(
+            collection_id=collection_id, dimension=dimension, distance=distance, fingerprint=fingerprint,
+            hnsw=protocol.hnsw_to_proto(hnsw),
+        )
+        return protocol.vector_info_from_proto(self._call(self._stub.CreateVectorCollection, request))
+
+    def get_vector_collection(self, collection_id: str) -> VectorCollectionInfo:
+        request = corpus_pb2.GetVectorCollectionRequest(collection_id=collection_id)
+        return protocol.vector_info_from_proto(self._call(self._stub.GetVectorCollection, request))
+
+    def find_vector_collection(self, collection_id: str) -> VectorCollectionInfo | None:
+        try:
+            return self.get_vector_collection(collection_id)
+        except CorpusNotFound:
+            return None
+
+    def delete_vector_collection(self, collection_id: str) -> bool:
+        request = corpus_pb2.GetVectorCollectionRequest(collection_id=collection_id)
+        return self._call(self._stub.DeleteVectorCollection, request).deleted
+
+    def upsert_vectors(self, collection_id: str, doc_ids: list[str], vectors: np.ndarray) -> int:
+        request = corpus_pb2.UpsertVectorsRequest(
+            collection_id=collection_id, doc_ids=doc_ids, dimension=vectors.shape[1], vectors=pack_vectors(vectors),
+        )
+        return self._call(self._stub.UpsertVectors, iter([request])).upserted
+
+    def commit_vectors(self, collection_id: str) -> VectorCollectionInfo:
+        request = corpus_pb2.GetVectorCollectionRequest(collection_id=collection_id)
+        return protocol.vector_info_from_proto(self._call(self._stub.CommitVectors, request))
+
+    def vector_search(self, collection_id: str, query_ids: list[str], vectors: np.ndarray, k: int,
+                      exact: bool = True) -> Iterator[tuple[str, list[Hit]]]:
+        for start in range(0, len(query_ids), QUERIES_PER_REQUEST):
+            chunk = vectors[start:start + QUERIES_PER_REQUEST]
+            request = corpus_pb2.VectorSearchRequest(
+                collection_id=collection_id, query_ids=query_ids[start:start + QUERIES_PER_REQUEST],
+                dimension=chunk.shape[1], vectors=pack_vectors(chunk), k=k, exact=exact,
+            )
+            for message in self._stream(self._stub.VectorSearch(request, timeout=self.timeout)):
                 yield message.query_id, protocol.hits_from_proto(message)
 
     def close(self) -> None:

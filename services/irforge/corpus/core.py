@@ -4,18 +4,24 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
+import numpy as np
+
 from irforge.common.iterables import chunked
+from irforge.corpus.errors import CorpusError, CorpusNotFound
 from irforge.corpus.lexical.base import CorpusInfo, Hit, IngestProgress, LexicalBackend
-from irforge.corpus.errors import CorpusNotFound
 from irforge.corpus.settings import Bm25Settings
+from irforge.corpus.vectors.base import HnswSettings, VectorBackend, VectorCollectionInfo
 from irforge.data.types import Document, Query
 
 SEARCH_CHUNK = 256  # queries scored per backend call in batch search: bounds memory, keeps streaming
 
 
 class CorpusService:
-    def __init__(self, backend: LexicalBackend):
+    """Lexical indexes (always) and vector collections (when a vector backend is configured)."""
+
+    def __init__(self, backend: LexicalBackend, vectors: VectorBackend | None = None):
         self.backend = backend
+        self.vectors = vectors
 
     def create_corpus(self, corpus_id: str, fingerprint: str, settings: Bm25Settings) -> CorpusInfo:
         if not fingerprint:
@@ -46,5 +52,47 @@ class CorpusService:
             for query, hits in zip(chunk, self.backend.search(corpus_id, chunk, k), strict=True):
                 yield query.query_id, hits
 
+    # -- vector collections -------------------------------------------------------------------
+
+    def _vector_backend(self) -> VectorBackend:
+        if self.vectors is None:
+            raise CorpusError("this corpus service has no vector backend configured")
+        return self.vectors
+
+    def create_vector_collection(self, collection_id: str, dimension: int, distance: str, fingerprint: str,
+                                 hnsw: HnswSettings = HnswSettings()) -> VectorCollectionInfo:
+        return self._vector_backend().create(collection_id, dimension, distance, fingerprint, hnsw)
+
+    def find_vector_collection(self, collection_id: str) -> VectorCollectionInfo | None:
+        return self._vector_backend().info(collection_id)
+
+    def get_vector_collection(self, collection_id: str) -> VectorCollectionInfo:
+        info = self.find_vector_collection(collection_id)
+        if info is None:
+            raise CorpusNotFound(collection_id)
+        return info
+
+    def delete_vector_collection(self, collection_id: str) -> bool:
+        return self._vector_backend().delete(collection_id)
+
+    def upsert_vectors(self, collection_id: str, doc_ids: list[str], vectors: np.ndarray) -> int:
+        return self._vector_backend().upsert(collection_id, doc_ids, vectors)
+
+    def commit_vectors(self, collection_id: str) -> VectorCollectionInfo:
+        return self._vector_backend().commit(collection_id)
+
+    def vector_search(self, collection_id: str, query_ids: list[str], vectors: np.ndarray, k: int,
+                      exact: bool = True) -> Iterator[tuple[str, list[Hit]]]:
+        """(query id, hits) per query vector, in order, scored in bounded chunks."""
+        if len(query_ids) != len(vectors):
+            raise ValueError(f"{len(query_ids)} query ids for {len(vectors)} query vectors")
+        backend = self._vector_backend()
+        for start in range(0, len(query_ids), SEARCH_CHUNK):
+            chunk_ids = query_ids[start:start + SEARCH_CHUNK]
+            hits = backend.search(collection_id, vectors[start:start + SEARCH_CHUNK], k, exact)
+            yield from zip(chunk_ids, hits, strict=True)
+
     def close(self) -> None:
         self.backend.close()
+        if self.vectors is not None:
+            self.vectors.close()

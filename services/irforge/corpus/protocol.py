@@ -6,6 +6,7 @@ import json
 
 from irforge.corpus.lexical.base import CorpusInfo, CorpusState, DocumentError, Hit, IngestProgress
 from irforge.corpus.settings import Bm25Settings
+from irforge.corpus.vectors.base import HnswSettings, VectorCollectionInfo
 from irforge.data.types import Document, Query
 from irforge.v1 import common_pb2, corpus_pb2
 
@@ -77,4 +78,30 @@ def progress_from_proto(message: corpus_pb2.IngestProgress) -> IngestProgress:
     return IngestProgress(
         received=message.received, indexed=message.indexed, failed=message.failed,
         errors=[DocumentError(e.doc_id, e.message) for e in message.errors], committed=message.committed,
+    )
+
+
+# -- vector collections ---------------------------------------------------------------------
+
+def hnsw_to_proto(hnsw: HnswSettings) -> corpus_pb2.HnswSettings:
+    return corpus_pb2.HnswSettings(m=hnsw.m, ef_construct=hnsw.ef_construct, ef_search=hnsw.ef_search)
+
+
+def hnsw_from_proto(message: corpus_pb2.HnswSettings, has_field: bool) -> HnswSettings:
+    return HnswSettings(m=message.m, ef_construct=message.ef_construct, ef_search=message.ef_search) if has_field else HnswSettings()
+
+
+def vector_info_to_proto(info: VectorCollectionInfo) -> corpus_pb2.VectorCollectionInfo:
+    return corpus_pb2.VectorCollectionInfo(
+        collection_id=info.collection_id, dimension=info.dimension, distance=info.distance,
+        fingerprint=info.fingerprint, state=_STATES[info.state], point_count=info.point_count,
+        backend=info.backend, config_json=json.dumps(info.config),
+    )
+
+
+def vector_info_from_proto(message: corpus_pb2.VectorCollectionInfo) -> VectorCollectionInfo:
+    return VectorCollectionInfo(
+        collection_id=message.collection_id, dimension=message.dimension, distance=message.distance,
+        fingerprint=message.fingerprint, state=_STATES_BACK[message.state], point_count=message.point_count,
+        backend=message.backend, config=json.loads(message.config_json or "{}"),
     )

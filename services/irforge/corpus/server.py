@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 from irforge.common.grpc_errors import grpc_method, grpc_stream_method
 from irforge.common.grpc_server import ServiceBinding
+from irforge.common.packing import unpack_vectors
 from irforge.corpus import protocol
 from irforge.corpus.core import CorpusService
 from irforge.v1 import corpus_pb2, corpus_pb2_grpc
@@ -57,6 +58,49 @@ class CorpusServicer(corpus_pb2_grpc.CorpusServicer):
     def BatchSearch(self, request, context):
         queries = (protocol.query_from_proto(q) for q in request.queries)
         for query_id, hits in self.service.batch_search(request.corpus_id, queries, request.k):
+            yield protocol.hits_to_proto(query_id, hits)
+
+
+    # -- vector collections -----------------------------------------------------------------
+
+    @grpc_method
+    def CreateVectorCollection(self, request, context):
+        info = self.service.create_vector_collection(
+            request.collection_id, request.dimension, request.distance, request.fingerprint,
+            protocol.hnsw_from_proto(request.hnsw, request.HasField("hnsw")),
+        )
+        return protocol.vector_info_to_proto(info)
+
+    @grpc_method
+    def GetVectorCollection(self, request, context):
+        return protocol.vector_info_to_proto(self.service.get_vector_collection(request.collection_id))
+
+    @grpc_method
+    def DeleteVectorCollection(self, request, context):
+        return corpus_pb2.DeleteCorpusResponse(deleted=self.service.delete_vector_collection(request.collection_id))
+
+    @grpc_method
+    def UpsertVectors(self, request_iterator, context):
+        collection_id, upserted = "", 0
+        for request in request_iterator:
+            if request.collection_id and collection_id and request.collection_id != collection_id:
+                raise ValueError(f"one UpsertVectors stream feeds one collection ({collection_id!r}), got {request.collection_id!r}")
+            collection_id = collection_id or request.collection_id
+            if not collection_id:
+                raise ValueError("the first UpsertVectors message must name the collection_id")
+            if request.doc_ids:
+                vectors = unpack_vectors(request.vectors, len(request.doc_ids), request.dimension)
+                upserted += self.service.upsert_vectors(collection_id, list(request.doc_ids), vectors)
+        return corpus_pb2.UpsertVectorsResponse(upserted=upserted)
+
+    @grpc_method
+    def CommitVectors(self, request, context):
+        return protocol.vector_info_to_proto(self.service.commit_vectors(request.collection_id))
+
+    @grpc_stream_method
+    def VectorSearch(self, request, context):
+        vectors = unpack_vectors(request.vectors, len(request.query_ids), request.dimension)
+        for query_id, hits in self.service.vector_search(request.collection_id, list(request.query_ids), vectors, request.k, request.exact):
             yield protocol.hits_to_proto(query_id, hits)
 
 

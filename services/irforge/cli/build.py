@@ -1,0 +1,158 @@
+"""Turning command-line flags into retrievers, encoders and clients (in-process or remote)."""
+
+from __future__ import annotations
+
+import argparse
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+
+from irforge.corpus.settings import Bm25Settings
+from irforge.corpus.vectors.base import HnswSettings
+from irforge.fusion import FUSION_METHODS
+from irforge.models.encoder import EncoderSpec
+from irforge.pipeline.progress import tqdm_progress
+from irforge.pipeline.retrievers.hybrid import FusionSettings
+
+DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+
+
+def add_dense_arguments(parser: argparse.ArgumentParser) -> None:
+    dense = parser.add_argument_group("dense encoder and vectors (dense, hybrid)")
+    dense.add_argument("--model", default=DEFAULT_MODEL, help=f"sentence-transformers model: a folder or a hub name (default {DEFAULT_MODEL})")
+    dense.add_argument("--model-revision", help="hub revision of the model (a folder is identified by its weights' hash)")
+    dense.add_argument("--query-prefix", default="", help="text put before every query, e.g. 'query: ' for E5")
+    dense.add_argument("--passage-prefix", default="", help="text put before every document, e.g. 'passage: ' for E5")
+    dense.add_argument("--max-seq-length", type=int, help="token cap (default: the model's own)")
+    dense.add_argument("--no-normalize", action="store_true", help="keep raw vectors and score by dot product (default: cosine)")
+    dense.add_argument("--encode-batch-size", type=int, default=64)
+    dense.add_argument("--device", help="cpu, cuda, cuda:1 (default: CUDA when present)")
+    dense.add_argument("--precision", choices=("float32", "float16", "bfloat16"), default="float32", help="model precision (16-bit on GPU)")
+    dense.add_argument("--ray", action="store_true", help="encode through a Ray Serve deployment on this machine (loopback only)")
+    dense.add_argument("--search", choices=("exact", "hnsw"), default="exact", help="exact search reproduces published figures (default)")
+    dense.add_argument("--hnsw-m", type=int, default=HnswSettings.m)
+    dense.add_argument("--hnsw-ef-construct", type=int, default=HnswSettings.ef_construct)
+    dense.add_argument("--hnsw-ef", type=int, default=HnswSettings.ef_search, help="search beam width")
+    dense.add_argument("--vector-backend", choices=("embedded", "qdrant"), default="embedded")
+    dense.add_argument("--vector-dir", type=Path, help="embedded vector collections (default $IRFORGE_VECTOR_DIR or the user data dir)")
+    dense.add_argument("--qdrant-url", help="Qdrant server URL (default $IRFORGE_QDRANT_URL)")
+    dense.add_argument("--embedding-cache", type=Path, help="embedding cache file (default $IRFORGE_CACHE_DIR or the user cache dir)")
+    dense.add_argument("--fusion", choices=FUSION_METHODS, default="rrf", help="hybrid: reciprocal-rank fusion or normalised linear")
+    dense.add_argument("--rrf-k", type=float, default=60.0)
+    dense.add_argument("--fusion-weights", default="1,1", metavar="BM25,DENSE", help="hybrid run weights (default 1,1)")
+
+
+@dataclass(frozen=True)
+class Settings:
+    bm25: Bm25Settings
+    encoder: EncoderSpec
+    hnsw: HnswSettings
+    exact: bool
+    fusion: FusionSettings
+
+
+def settings_from_args(args: argparse.Namespace) -> Settings:
+    """Validate every flag before any work starts; raises ValueError with the flag's name."""
+    try:
+        weights = tuple(float(w) for w in args.fusion_weights.split(","))
+    except ValueError:
+        raise ValueError(f"--fusion-weights must be two numbers like 1,1; got {args.fusion_weights!r}") from None
+    if len(weights) != 2:
+        raise ValueError(f"--fusion-weights needs two weights (bm25, dense); got {args.fusion_weights!r}")
+    if args.encode_batch_size <= 0:
+        raise ValueError("--encode-batch-size must be positive")
+    return Settings(
+        bm25=Bm25Settings(k1=args.k1, b=args.b),
+        encoder=EncoderSpec(
+            model=args.model, revision=args.model_revision, query_prefix=args.query_prefix,
+            passage_prefix=args.passage_prefix, normalize=not args.no_normalize, max_seq_length=args.max_seq_length,
+            batch_size=args.encode_batch_size, device=args.device, precision=args.precision,
+        ),
+        hnsw=HnswSettings(m=args.hnsw_m, ef_construct=args.hnsw_ef_construct, ef_search=args.hnsw_ef),
+        exact=args.search == "exact",
+        fusion=FusionSettings(method=args.fusion, rrf_k=args.rrf_k, weights=weights),
+    )
+
+
+def _corpus_client(args, address: str | None, stack: ExitStack, needs_vectors: bool):
+    if address:
+        from irforge.corpus.client import RemoteCorpus
+
+        client = RemoteCorpus(address)
+    else:
+        from irforge.corpus.core import CorpusService
+        from irforge.corpus.lexical import make_backend
+
+        vectors = None
+        if needs_vectors:
+            from irforge.corpus.vectors import make_vector_backend
+
+            vectors = make_vector_backend(args.vector_backend, vector_dir=args.vector_dir, qdrant_url=args.qdrant_url)
+        client = CorpusService(make_backend(args.backend, index_dir=args.index_dir, elasticsearch_url=args.elasticsearch_url), vectors)
+    stack.callback(client.close)
+    return client
+
+
+def _encoder(args, spec: EncoderSpec, address: str | None, stack: ExitStack):
+    """(encoder, where it runs): a remote gRPC Encoder, a Ray Serve deployment, or in-process."""
+    if address:
+        from irforge.models.client import RemoteEncoder
+
+        encoder = RemoteEncoder(address)
+        stack.callback(encoder.close)
+        return encoder, f"grpc {address}"
+    if args.ray:
+        from irforge.models.serve import RayEncoder, start_encoder_app, start_local_ray, stop_local_ray, EncoderDeploymentConfig
+
+        start_local_ray()
+        stack.callback(stop_local_ray)
+        handle = start_encoder_app(spec, EncoderDeploymentConfig())
+        return RayEncoder(handle), "ray-serve (local, loopback)"
+    from irforge.models.encoder import EncoderCore
+
+    return EncoderCore(spec), "in-process"
+
+
+def build_pipeline(args: argparse.Namespace, settings: Settings, stack: ExitStack):
+    """(retriever, evaluator, mode description) for the parsed flags."""
+    corpus_address = args.corpus_server or args.server
+    evaluator_address = args.evaluator_server or args.server
+    encoder_address = args.encoder_server or args.server
+    needs_dense = args.retriever in ("dense", "hybrid")
+    corpus = _corpus_client(args, corpus_address, stack, needs_dense)
+
+    if evaluator_address:
+        from irforge.evaluator.client import RemoteEvaluator
+
+        evaluator = RemoteEvaluator(evaluator_address)
+        stack.callback(evaluator.close)
+    else:
+        from irforge.evaluator.core import Evaluator
+
+        evaluator = Evaluator()
+
+    from irforge.pipeline.retrievers.bm25 import Bm25Retriever
+
+    lexical = Bm25Retriever(corpus, settings.bm25, tqdm_progress)
+    retriever = lexical
+    if needs_dense:
+        from irforge.models.cache import EmbeddingCache, default_cache_path
+        from irforge.pipeline.retrievers.dense import DenseRetriever
+
+        encoder, location = _encoder(args, settings.encoder, encoder_address, stack)
+        cache = EmbeddingCache(args.embedding_cache or default_cache_path())
+        stack.callback(cache.close)
+        dense = DenseRetriever(corpus, encoder, cache, tqdm_progress, exact=settings.exact, hnsw=settings.hnsw,
+                               encoder_location=location)
+        if args.retriever == "dense":
+            retriever = dense
+        else:
+            from irforge.pipeline.retrievers.hybrid import HybridRetriever
+
+            retriever = HybridRetriever(lexical, dense, settings.fusion)
+
+    addresses = {"corpus": corpus_address, "evaluator": evaluator_address}
+    if needs_dense:
+        addresses["encoder"] = encoder_address
+    mode = "in-process" if not any(addresses.values()) else " ".join(f"{k}={v or 'in-process'}" for k, v in addresses.items())
+    return retriever, evaluator, mode

@@ -1,0 +1,74 @@
+"""BM25 through the corpus service's lexical backend."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from irforge.common.iterables import chunked
+from irforge.corpus.lexical.base import CorpusState
+from irforge.corpus.settings import Bm25Settings
+from irforge.data import BeirDataset
+from irforge.data.types import Document, Query, Run
+from irforge.pipeline.progress import ProgressFactory
+from irforge.pipeline.retrievers.base import CorpusTracker, count_lines, safe_name
+
+INGEST_BATCH = 500
+
+
+def corpus_id_for(dataset_name: str, fingerprint: str, settings: Bm25Settings) -> str:
+    """Same corpus bytes and settings -> same index, on every backend; anything else -> a new one."""
+    return f"{safe_name(dataset_name)}-{fingerprint[:16]}-bm25-k1-{settings.k1:g}-b-{settings.b:g}"
+
+
+class Bm25Retriever:
+    name = "bm25"
+
+    def __init__(self, corpus, settings: Bm25Settings, progress: ProgressFactory):
+        self.corpus = corpus
+        self.settings = settings
+        self.progress = progress
+        self.corpus_id = ""
+        self.info = None
+        self._counts = {"documents_ingested": 0, "ingest_skipped": False}
+
+    def prepare(self, dataset: BeirDataset, fingerprint: str, tracker: CorpusTracker) -> None:
+        self.corpus_id = corpus_id_for(dataset.name, fingerprint, self.settings)
+        info = self.corpus.find_corpus(self.corpus_id)
+        if info is not None and info.state == CorpusState.READY:
+            self.info = info
+            self._counts["ingest_skipped"] = True
+            return
+        self.corpus.create_corpus(self.corpus_id, fingerprint, self.settings)
+        bar = self.progress(f"indexing {dataset.name} (bm25)", count_lines(dataset.corpus_path), "doc")
+
+        def batches() -> Iterator[list[Document]]:
+            for batch in chunked(tracker.observe(dataset.corpus()), INGEST_BATCH):
+                yield batch
+                bar.update(len(batch))
+
+        try:
+            for progress in self.corpus.ingest(self.corpus_id, batches()):
+                self._counts["documents_ingested"] = progress.indexed
+                for error in progress.errors:
+                    tracker.record_error(error.doc_id, error.message)
+        finally:
+            bar.close()
+        self.info = self.corpus.find_corpus(self.corpus_id)
+
+    def retrieve(self, queries: list[Query], k: int) -> Run:
+        bar = self.progress("retrieving (bm25)", len(queries), "query")
+        run: Run = {}
+        try:
+            for query_id, hits in self.corpus.batch_search(self.corpus_id, queries, k):
+                run[query_id] = {hit.doc_id: hit.score for hit in hits}
+                bar.update(1)
+        finally:
+            bar.close()
+        return run
+
+    def describe(self) -> dict:
+        return {"name": self.name, "backend": self.info.backend if self.info else None,
+                "corpus_id": self.corpus_id, **(self.info.config if self.info else {})}
+
+    def counts(self) -> dict:
+        return dict(self._counts)

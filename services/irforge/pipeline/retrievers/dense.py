@@ -1,0 +1,109 @@
+"""Dense retrieval: encode the corpus once (embedding cache), store vectors in the corpus
+service's vector backend, encode queries, search exactly (default) or by HNSW."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+
+from irforge.corpus.lexical.base import CorpusState
+from irforge.corpus.vectors.base import HnswSettings
+from irforge.data import BeirDataset
+from irforge.data.types import Query, Run
+from irforge.models.encoder import TextRole
+from irforge.pipeline.progress import ProgressFactory
+from irforge.pipeline.retrievers.base import CorpusTracker, count_lines, safe_name
+
+ENCODE_CHUNK = 256  # documents per cache lookup / encoder call / upsert: bounds memory
+
+
+def collection_id_for(dataset_name: str, fingerprint: str, identity_key: str) -> str:
+    """One collection per (corpus bytes, encoder identity): another model never reuses it."""
+    return f"{safe_name(dataset_name)}-{fingerprint[:16]}-dense-{identity_key[:16]}"
+
+
+class DenseRetriever:
+    name = "dense"
+
+    def __init__(self, corpus, encoder, cache, progress: ProgressFactory, *, exact: bool = True,
+                 hnsw: HnswSettings = HnswSettings(), encoder_location: str = "in-process"):
+        self.corpus = corpus
+        self.encoder = encoder
+        self.cache = cache
+        self.progress = progress
+        self.exact = exact
+        self.hnsw = hnsw
+        self.encoder_location = encoder_location
+        self.collection_id = ""
+        self.info = None
+        self._counts = {"documents_encoded": 0, "documents_reused_from_cache": 0, "vectors_skipped": False,
+                        "queries_encoded": 0, "queries_reused_from_cache": 0}
+
+    def _encode(self, role: TextRole, items, total: int | None, label: str) -> Iterator[tuple[list[str], np.ndarray]]:
+        from irforge.models.cached_encoding import encode_with_cache
+
+        return encode_with_cache(self.encoder, self.cache, role, items, batch_size=ENCODE_CHUNK,
+                                 progress=self.progress, total=total, description=label)
+
+    def prepare(self, dataset: BeirDataset, fingerprint: str, tracker: CorpusTracker) -> None:
+        self.collection_id = collection_id_for(dataset.name, fingerprint, self.encoder.identity_key)
+        info = self.corpus.find_vector_collection(self.collection_id)
+        if info is not None and info.state == CorpusState.READY:
+            self.info = info
+            self._counts["vectors_skipped"] = True
+            return
+        self.corpus.create_vector_collection(
+            self.collection_id, self.encoder.dimension, self.encoder.describe()["distance"],
+            f"{fingerprint}:{self.encoder.identity_key}", self.hnsw,
+        )
+
+        def texts() -> Iterator[tuple[str, str]]:
+            for document in tracker.observe(dataset.corpus()):
+                text = document.full_text
+                if not text:
+                    # An empty text has no meaning to encode; scoring its vector would be noise.
+                    tracker.record_error(document.doc_id, "document has neither title nor text; not encoded")
+                    continue
+                yield document.doc_id, text
+
+        stream = self._encode(TextRole.PASSAGE, texts(), count_lines(dataset.corpus_path), f"encoding {dataset.name}")
+        for doc_ids, vectors in stream:
+            self.corpus.upsert_vectors(self.collection_id, doc_ids, vectors)
+        self._counts["documents_encoded"] = stream.stats.encoded
+        self._counts["documents_reused_from_cache"] = stream.stats.reused
+        self.info = self.corpus.commit_vectors(self.collection_id)
+
+    def retrieve(self, queries: list[Query], k: int) -> Run:
+        query_ids: list[str] = []
+        blocks: list[np.ndarray] = []
+        stream = self._encode(TextRole.QUERY, ((q.query_id, q.text) for q in queries), len(queries), "encoding queries")
+        for ids, vectors in stream:
+            query_ids.extend(ids)
+            blocks.append(vectors)
+        self._counts["queries_encoded"] = stream.stats.encoded
+        self._counts["queries_reused_from_cache"] = stream.stats.reused
+        vectors = np.concatenate(blocks) if blocks else np.zeros((0, self.encoder.dimension), dtype=np.float32)
+        bar = self.progress("retrieving (dense)", len(queries), "query")
+        run: Run = {}
+        try:
+            for query_id, hits in self.corpus.vector_search(self.collection_id, query_ids, vectors, k, self.exact):
+                run[query_id] = {hit.doc_id: hit.score for hit in hits}
+                bar.update(1)
+        finally:
+            bar.close()
+        return run
+
+    def describe(self) -> dict:
+        return {
+            "name": self.name,
+            "encoder": {**self.encoder.describe(), "location": self.encoder_location},
+            "document_text": "title + ' ' + text, stripped (BEIR/MTEB convention)",
+            "search": "exact" if self.exact else {"hnsw": self.hnsw.as_dict()},
+            "vector_backend": self.info.backend if self.info else None,
+            "collection_id": self.collection_id,
+            "collection": self.info.config if self.info else {},
+        }
+
+    def counts(self) -> dict:
+        return dict(self._counts)

@@ -1,0 +1,59 @@
+"""Hybrid: BM25 and dense runs fused by reciprocal-rank fusion or normalised linear combination."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from irforge.data import BeirDataset
+from irforge.data.types import Query, Run
+from irforge.fusion import normalized_linear_fusion, reciprocal_rank_fusion
+from irforge.pipeline.retrievers.base import CorpusTracker
+from irforge.ranking import top_k
+
+
+@dataclass(frozen=True)
+
+class FusionSettings:
+    method: str = "rrf"                      # "rrf" | "linear"
+    rrf_k: float = 60.0                      # Cormack et al.'s constant
+    weights: tuple[float, float] = (1.0, 1.0)  # (bm25, dense); linear uses them after min-max per query
+
+    def __post_init__(self):
+        if self.method not in ("rrf", "linear"):
+            raise ValueError(f"unknown fusion {self.method!r}; use rrf or linear")
+
+    def as_dict(self) -> dict:
+        settings = asdict(self)
+        if self.method == "linear":
+            settings.pop("rrf_k")
+            settings["normalisation"] = "min-max per query; a document missing from a run counts 0 there"
+        return settings
+
+
+class HybridRetriever:
+    name = "hybrid"
+
+    def __init__(self, lexical, dense, fusion: FusionSettings):
+        self.lexical = lexical
+        self.dense = dense
+        self.fusion = fusion
+
+    def prepare(self, dataset: BeirDataset, fingerprint: str, tracker: CorpusTracker) -> None:
+        self.lexical.prepare(dataset, fingerprint, tracker)
+        self.dense.prepare(dataset, fingerprint, tracker)
+
+    def retrieve(self, queries: list[Query], k: int) -> Run:
+        runs = [self.lexical.retrieve(queries, k), self.dense.retrieve(queries, k)]
+        if self.fusion.method == "rrf":
+            fused = reciprocal_rank_fusion(runs, k=self.fusion.rrf_k, weights=self.fusion.weights)
+        else:
+            fused = normalized_linear_fusion(runs, weights=self.fusion.weights)
+        # Each input contributed its top k; the fused list keeps the best k of their union.
+        return {query_id: top_k(scores, k) for query_id, scores in fused.items()}
+
+    def describe(self) -> dict:
+        return {"name": self.name, "fusion": self.fusion.as_dict(), "depth_per_run": "top_k of each run",
+                "bm25": self.lexical.describe(), "dense": self.dense.describe()}
+
+    def counts(self) -> dict:
+        return {**self.lexical.counts(), **self.dense.counts()}
