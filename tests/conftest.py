@@ -37,3 +37,33 @@ def unused_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def scifact_subset(beir_dir, tmp_path_factory) -> Path:
+    """A small real BEIR folder: 40 SciFact test queries, their judged documents and the first
+    300 others. For paths whose cost grows with the corpus (Ray Serve, remote encoders)."""
+    import itertools
+    import json
+
+    from irforge.data import BeirDataset
+
+    source = BeirDataset.open(beir_dir / "scifact")
+    qrels = source.qrels("test")
+    query_ids = sorted(qrels)[:40]
+    judged = {doc_id for q in query_ids for doc_id in qrels[q]}
+    root = tmp_path_factory.mktemp("scifact-subset")
+    (root / "qrels").mkdir()
+    with open(root / "corpus.jsonl", "w") as out:
+        for n, document in enumerate(source.corpus()):
+            if document.doc_id in judged or n < 300:
+                out.write(json.dumps({"_id": document.doc_id, "title": document.title, "text": document.text}) + "\n")
+    with open(root / "queries.jsonl", "w") as out:
+        for query in itertools.islice((q for q in source.queries() if q.query_id in query_ids), None):
+            out.write(json.dumps({"_id": query.query_id, "text": query.text}) + "\n")
+    with open(root / "qrels" / "test.tsv", "w") as out:
+        out.write("query-id\tcorpus-id\tscore\n")
+        for q in query_ids:
+            for doc_id, relevance in qrels[q].items():
+                out.write(f"{q}\t{doc_id}\t{relevance}\n")
+    return root

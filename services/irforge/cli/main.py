@@ -13,11 +13,12 @@ from irforge.corpus.errors import CorpusError
 from irforge.data.errors import DataFormatError
 from irforge.evaluator.core import EvaluationError
 from irforge.evaluator.measures import MeasureError
+from irforge.models.errors import ModelError
 
 # Never reach a model hub at run time; models come from packages or mounted paths.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-USER_ERRORS = (DataFormatError, MeasureError, EvaluationError, CorpusError, ServiceUnavailable)
+USER_ERRORS = (DataFormatError, MeasureError, EvaluationError, CorpusError, ModelError, ServiceUnavailable)
 
 
 def build_parser() -> argparse.ArgumentParser:
