@@ -57,7 +57,7 @@ def test_dense_results_record_the_encoder_and_the_work(scifact_dense):
     assert retriever["search"] == "exact" and retriever["vector_backend"] == "embedded"
     assert "title + ' ' + text" in retriever["document_text"]
     counts = scifact_dense["counts"]
-    assert counts["documents_encoded"] + counts["documents_reused_from_cache"] == 5183
+    assert counts["documents_encoded"] + counts["documents_reused_from_cache"] == 5183  # identical texts count as reused
     assert counts["queries_encoded"] + counts["queries_reused_from_cache"] == 300
 
 
@@ -105,3 +105,44 @@ def test_bad_dense_arguments_get_clear_errors(args, message, scifact_subset, sto
     assert main(argv) == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "results.json").exists()
+
+
+@pytest.fixture(scope="session")
+def subset_dense(scifact_subset, stores, tmp_path_factory):
+    return run_eval(scifact_subset, tmp_path_factory.mktemp("subset-dense"), stores, "--retriever", "dense", "--model", "all-MiniLM-L6-v2")
+
+
+def test_ray_serve_path_end_to_end(subset_dense, scifact_subset, tmp_path):
+    """The encoder as a Ray Serve deployment on loopback gives the in-process numbers."""
+    own = {"--embedding-cache": tmp_path / "cache.sqlite3", "--vector-dir": tmp_path / "vectors", "--index-dir": tmp_path / "bm25"}
+    ray = run_eval(scifact_subset, tmp_path / "out", own, "--retriever", "dense", "--model", "all-MiniLM-L6-v2", "--ray")
+    assert ray["retriever"]["encoder"]["location"].startswith("ray-serve")
+    assert ray["counts"]["documents_encoded"] > 300
+    for name, value in subset_dense["metrics"].items():
+        assert ray["metrics"][name] == pytest.approx(value, abs=1e-6), name
+
+
+def test_dense_through_running_services_matches_in_process(subset_dense, scifact_subset, tmp_path):
+    """corpus (vectors), evaluator and encoder behind `irforge service all --model ...` over gRPC."""
+    import os
+    import re
+    import subprocess
+    import sys
+
+    server = subprocess.Popen(
+        [sys.executable, "-m", "irforge.cli.main", "service", "all", "--port", "0", "--model", "all-MiniLM-L6-v2",
+         "--index-dir", str(tmp_path / "s-bm25"), "--vector-dir", str(tmp_path / "s-vectors")],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    try:
+        match = re.search(r"listening on (127\.0\.0\.1:\d+)", server.stdout.readline())
+        assert match, "server did not start"
+        remote = run_eval(scifact_subset, tmp_path / "out", {"--embedding-cache": tmp_path / "cache.sqlite3"},
+                          "--retriever", "dense", "--server", match.group(1))
+    finally:
+        server.terminate()
+        assert server.wait(timeout=60) == 0
+    assert remote["retriever"]["encoder"]["location"] == f"grpc {match.group(1)}"
+    assert remote["retriever"]["encoder"]["model"] == subset_dense["retriever"]["encoder"]["model"]
+    for name, value in subset_dense["metrics"].items():
+        assert remote["metrics"][name] == pytest.approx(value, abs=1e-6), name

@@ -17,29 +17,68 @@ from irforge.pipeline.retrievers.hybrid import FusionSettings
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 
 
+def add_encoder_arguments(parser: argparse.ArgumentParser) -> None:
+    encoder = parser.add_argument_group("encoder (dense, hybrid)")
+    encoder.add_argument("--model", default=DEFAULT_MODEL, help=f"sentence-transformers model: a folder or a hub name (default {DEFAULT_MODEL})")
+    encoder.add_argument("--model-revision", help="hub revision of the model (a folder is identified by its weights' hash)")
+    encoder.add_argument("--query-prefix", default="", help="text put before every query, e.g. 'query: ' for E5")
+    encoder.add_argument("--passage-prefix", default="", help="text put before every document, e.g. 'passage: ' for E5")
+    encoder.add_argument("--max-seq-length", type=int, help="token cap (default: the model's own)")
+    encoder.add_argument("--no-normalize", action="store_true", help="keep raw vectors and score by dot product (default: cosine)")
+    encoder.add_argument("--encode-batch-size", type=int, default=64)
+    encoder.add_argument("--device", help="cpu, cuda, cuda:1 (default: CUDA when present)")
+    encoder.add_argument("--precision", choices=("float32", "float16", "bfloat16"), default="float32", help="model precision (16-bit on GPU)")
+    encoder.add_argument("--ray", action="store_true", help="encode through a Ray Serve deployment on this machine (loopback only)")
+
+
+def add_vector_store_arguments(parser: argparse.ArgumentParser) -> None:
+    vectors = parser.add_argument_group("vector store")
+    vectors.add_argument("--vector-backend", choices=("embedded", "qdrant"), default="embedded")
+    vectors.add_argument("--vector-dir", type=Path, help="embedded vector collections (default $IRFORGE_VECTOR_DIR or the user data dir)")
+    vectors.add_argument("--qdrant-url", help="Qdrant server URL (default $IRFORGE_QDRANT_URL)")
+
+
 def add_dense_arguments(parser: argparse.ArgumentParser) -> None:
-    dense = parser.add_argument_group("dense encoder and vectors (dense, hybrid)")
-    dense.add_argument("--model", default=DEFAULT_MODEL, help=f"sentence-transformers model: a folder or a hub name (default {DEFAULT_MODEL})")
-    dense.add_argument("--model-revision", help="hub revision of the model (a folder is identified by its weights' hash)")
-    dense.add_argument("--query-prefix", default="", help="text put before every query, e.g. 'query: ' for E5")
-    dense.add_argument("--passage-prefix", default="", help="text put before every document, e.g. 'passage: ' for E5")
-    dense.add_argument("--max-seq-length", type=int, help="token cap (default: the model's own)")
-    dense.add_argument("--no-normalize", action="store_true", help="keep raw vectors and score by dot product (default: cosine)")
-    dense.add_argument("--encode-batch-size", type=int, default=64)
-    dense.add_argument("--device", help="cpu, cuda, cuda:1 (default: CUDA when present)")
-    dense.add_argument("--precision", choices=("float32", "float16", "bfloat16"), default="float32", help="model precision (16-bit on GPU)")
-    dense.add_argument("--ray", action="store_true", help="encode through a Ray Serve deployment on this machine (loopback only)")
+    add_encoder_arguments(parser)
+    add_vector_store_arguments(parser)
+    dense = parser.add_argument_group("dense search and fusion (dense, hybrid)")
     dense.add_argument("--search", choices=("exact", "hnsw"), default="exact", help="exact search reproduces published figures (default)")
     dense.add_argument("--hnsw-m", type=int, default=HnswSettings.m)
     dense.add_argument("--hnsw-ef-construct", type=int, default=HnswSettings.ef_construct)
     dense.add_argument("--hnsw-ef", type=int, default=HnswSettings.ef_search, help="search beam width")
-    dense.add_argument("--vector-backend", choices=("embedded", "qdrant"), default="embedded")
-    dense.add_argument("--vector-dir", type=Path, help="embedded vector collections (default $IRFORGE_VECTOR_DIR or the user data dir)")
-    dense.add_argument("--qdrant-url", help="Qdrant server URL (default $IRFORGE_QDRANT_URL)")
     dense.add_argument("--embedding-cache", type=Path, help="embedding cache file (default $IRFORGE_CACHE_DIR or the user cache dir)")
     dense.add_argument("--fusion", choices=FUSION_METHODS, default="rrf", help="hybrid: reciprocal-rank fusion or normalised linear")
     dense.add_argument("--rrf-k", type=float, default=60.0)
     dense.add_argument("--fusion-weights", default="1,1", metavar="BM25,DENSE", help="hybrid run weights (default 1,1)")
+
+
+def encoder_spec_from_args(args: argparse.Namespace) -> EncoderSpec:
+    if args.encode_batch_size <= 0:
+        raise ValueError("--encode-batch-size must be positive")
+    return EncoderSpec(
+        model=args.model, revision=args.model_revision, query_prefix=args.query_prefix,
+        passage_prefix=args.passage_prefix, normalize=not args.no_normalize, max_seq_length=args.max_seq_length,
+        batch_size=args.encode_batch_size, device=args.device, precision=args.precision,
+    )
+
+
+def vector_backend_from_args(args: argparse.Namespace):
+    from irforge.corpus.vectors import make_vector_backend
+
+    return make_vector_backend(args.vector_backend, vector_dir=args.vector_dir, qdrant_url=args.qdrant_url)
+
+
+def local_encoder(spec: EncoderSpec, use_ray: bool, stack: ExitStack):
+    """(encoder, where it runs): a Ray Serve deployment on loopback, or the core in-process."""
+    if use_ray:
+        from irforge.models.serve import EncoderDeploymentConfig, RayEncoder, start_encoder_app, start_local_ray, stop_local_ray
+
+        start_local_ray()
+        stack.callback(stop_local_ray)
+        return RayEncoder(start_encoder_app(spec, EncoderDeploymentConfig())), "ray-serve (local, loopback)"
+    from irforge.models.encoder import EncoderCore
+
+    return EncoderCore(spec), "in-process"
 
 
 @dataclass(frozen=True)
@@ -59,15 +98,9 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         raise ValueError(f"--fusion-weights must be two numbers like 1,1; got {args.fusion_weights!r}") from None
     if len(weights) != 2:
         raise ValueError(f"--fusion-weights needs two weights (bm25, dense); got {args.fusion_weights!r}")
-    if args.encode_batch_size <= 0:
-        raise ValueError("--encode-batch-size must be positive")
     return Settings(
         bm25=Bm25Settings(k1=args.k1, b=args.b),
-        encoder=EncoderSpec(
-            model=args.model, revision=args.model_revision, query_prefix=args.query_prefix,
-            passage_prefix=args.passage_prefix, normalize=not args.no_normalize, max_seq_length=args.max_seq_length,
-            batch_size=args.encode_batch_size, device=args.device, precision=args.precision,
-        ),
+        encoder=encoder_spec_from_args(args),
         hnsw=HnswSettings(m=args.hnsw_m, ef_construct=args.hnsw_ef_construct, ef_search=args.hnsw_ef),
         exact=args.search == "exact",
         fusion=FusionSettings(method=args.fusion, rrf_k=args.rrf_k, weights=weights),
@@ -83,11 +116,7 @@ def _corpus_client(args, address: str | None, stack: ExitStack, needs_vectors: b
         from irforge.corpus.core import CorpusService
         from irforge.corpus.lexical import make_backend
 
-        vectors = None
-        if needs_vectors:
-            from irforge.corpus.vectors import make_vector_backend
-
-            vectors = make_vector_backend(args.vector_backend, vector_dir=args.vector_dir, qdrant_url=args.qdrant_url)
+        vectors = vector_backend_from_args(args) if needs_vectors else None
         client = CorpusService(make_backend(args.backend, index_dir=args.index_dir, elasticsearch_url=args.elasticsearch_url), vectors)
     stack.callback(client.close)
     return client
@@ -101,16 +130,7 @@ def _encoder(args, spec: EncoderSpec, address: str | None, stack: ExitStack):
         encoder = RemoteEncoder(address)
         stack.callback(encoder.close)
         return encoder, f"grpc {address}"
-    if args.ray:
-        from irforge.models.serve import RayEncoder, start_encoder_app, start_local_ray, stop_local_ray, EncoderDeploymentConfig
-
-        start_local_ray()
-        stack.callback(stop_local_ray)
-        handle = start_encoder_app(spec, EncoderDeploymentConfig())
-        return RayEncoder(handle), "ray-serve (local, loopback)"
-    from irforge.models.encoder import EncoderCore
-
-    return EncoderCore(spec), "in-process"
+    return local_encoder(spec, args.ray, stack)
 
 
 def build_pipeline(args: argparse.Namespace, settings: Settings, stack: ExitStack):

@@ -6,18 +6,21 @@ import argparse
 import signal
 import sys
 import threading
+from contextlib import ExitStack
 from pathlib import Path
 
+from irforge.cli import build
 from irforge.common.grpc_server import start_server
 from irforge.corpus.lexical import BACKENDS
 
-SERVICES = ("corpus", "evaluator", "all")
+SERVICES = ("corpus", "evaluator", "models", "all")
 
 
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
         "service", help="run a service as a gRPC server (health checking and reflection included)",
-        description="Serve the corpus service, the evaluator, or both ('all') over gRPC until Ctrl-C or SIGTERM.",
+        description="Serve the corpus service, the evaluator, the models (Encoder) service, or all of them "
+        "('all'; models only when --model is given) over gRPC until Ctrl-C or SIGTERM.",
     )
     parser.add_argument("name", choices=SERVICES)
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: loopback only)")
@@ -26,34 +29,43 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--index-dir", type=Path, help="embedded indexes (default $IRFORGE_INDEX_DIR or the user data dir)")
     parser.add_argument("--elasticsearch-url", help="Elasticsearch URL (default $IRFORGE_ELASTICSEARCH_URL)")
     parser.add_argument("--workers", type=int, default=8, help="request-handling threads")
-    parser.set_defaults(handler=run_service)
+    build.add_vector_store_arguments(parser)
+    build.add_encoder_arguments(parser)
+    parser.set_defaults(handler=run_service, model=None)
 
 
-def build_bindings(args: argparse.Namespace) -> list:
+def build_bindings(args: argparse.Namespace, stack: ExitStack) -> list:
     bindings = []
     if args.name in ("corpus", "all"):
         from irforge.corpus import server as corpus_server
-        from irforge.corpus.lexical import make_backend
         from irforge.corpus.core import CorpusService
+        from irforge.corpus.lexical import make_backend
 
         backend = make_backend(args.backend, index_dir=args.index_dir, elasticsearch_url=args.elasticsearch_url)
-        bindings.append(corpus_server.binding(CorpusService(backend)))
+        bindings.append(corpus_server.binding(CorpusService(backend, build.vector_backend_from_args(args))))
     if args.name in ("evaluator", "all"):
         from irforge.evaluator import server as evaluator_server
         from irforge.evaluator.core import Evaluator
 
         bindings.append(evaluator_server.binding(Evaluator()))
+    if args.name == "models" or (args.name == "all" and args.model):
+        from irforge.models import server as models_server
+
+        spec = build.encoder_spec_from_args(argparse.Namespace(**{**vars(args), "model": args.model or build.DEFAULT_MODEL}))
+        encoder, _ = build.local_encoder(spec, args.ray, stack)
+        bindings.append(models_server.binding({encoder.identity["model"]: encoder}))
     return bindings
 
 
 def run_service(args: argparse.Namespace) -> int:
-    running = start_server(build_bindings(args), host=args.host, port=args.port, max_workers=args.workers)
-    stop = threading.Event()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, lambda *_: stop.set())
-    # Tests and scripts read this line to learn the port; keep its shape stable.
-    print(f"irforge {args.name} service listening on {args.host}:{running.port}", flush=True)
-    stop.wait()
-    print(f"irforge {args.name} service stopping", file=sys.stderr, flush=True)
-    running.stop()
+    with ExitStack() as stack:
+        running = start_server(build_bindings(args, stack), host=args.host, port=args.port, max_workers=args.workers)
+        stop = threading.Event()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, lambda *_: stop.set())
+        # Tests and scripts read this line to learn the port; keep its shape stable.
+        print(f"irforge {args.name} service listening on {args.host}:{running.port}", flush=True)
+        stop.wait()
+        print(f"irforge {args.name} service stopping", file=sys.stderr, flush=True)
+        running.stop()
     return 0

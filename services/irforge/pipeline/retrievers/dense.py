@@ -11,6 +11,7 @@ from irforge.corpus.lexical.base import CorpusState
 from irforge.corpus.vectors.base import HnswSettings
 from irforge.data import BeirDataset
 from irforge.data.types import Query, Run
+from irforge.models.cached_encoding import CachedEncoding, encode_with_cache
 from irforge.models.encoder import TextRole
 from irforge.pipeline.progress import ProgressFactory
 from irforge.pipeline.retrievers.base import CorpusTracker, count_lines, safe_name
@@ -40,11 +41,14 @@ class DenseRetriever:
         self._counts = {"documents_encoded": 0, "documents_reused_from_cache": 0, "vectors_skipped": False,
                         "queries_encoded": 0, "queries_reused_from_cache": 0}
 
-    def _encode(self, role: TextRole, items, total: int | None, label: str) -> Iterator[tuple[list[str], np.ndarray]]:
-        from irforge.models.cached_encoding import encode_with_cache
-
+    def _encode(self, role: TextRole, items, total: int | None) -> CachedEncoding:
         return encode_with_cache(self.encoder, self.cache, role, items, batch_size=ENCODE_CHUNK,
-                                 progress=self.progress, total=total, description=label)
+                                 progress=self.progress, total=total)
+
+    def _record(self, what: str, stream: CachedEncoding) -> None:
+        # Identical texts within a chunk are encoded once: they count as reused, not encoded.
+        self._counts[f"{what}_encoded"] = stream.stats.encoded
+        self._counts[f"{what}_reused_from_cache"] = stream.stats.reused + stream.stats.deduplicated
 
     def prepare(self, dataset: BeirDataset, fingerprint: str, tracker: CorpusTracker) -> None:
         self.collection_id = collection_id_for(dataset.name, fingerprint, self.encoder.identity_key)
@@ -67,22 +71,20 @@ class DenseRetriever:
                     continue
                 yield document.doc_id, text
 
-        stream = self._encode(TextRole.PASSAGE, texts(), count_lines(dataset.corpus_path), f"encoding {dataset.name}")
+        stream = self._encode(TextRole.PASSAGE, texts(), count_lines(dataset.corpus_path))
         for doc_ids, vectors in stream:
             self.corpus.upsert_vectors(self.collection_id, doc_ids, vectors)
-        self._counts["documents_encoded"] = stream.stats.encoded
-        self._counts["documents_reused_from_cache"] = stream.stats.reused
+        self._record("documents", stream)
         self.info = self.corpus.commit_vectors(self.collection_id)
 
     def retrieve(self, queries: list[Query], k: int) -> Run:
         query_ids: list[str] = []
         blocks: list[np.ndarray] = []
-        stream = self._encode(TextRole.QUERY, ((q.query_id, q.text) for q in queries), len(queries), "encoding queries")
+        stream = self._encode(TextRole.QUERY, ((q.query_id, q.text) for q in queries), len(queries))
         for ids, vectors in stream:
             query_ids.extend(ids)
             blocks.append(vectors)
-        self._counts["queries_encoded"] = stream.stats.encoded
-        self._counts["queries_reused_from_cache"] = stream.stats.reused
+        self._record("queries", stream)
         vectors = np.concatenate(blocks) if blocks else np.zeros((0, self.encoder.dimension), dtype=np.float32)
         bar = self.progress("retrieving (dense)", len(queries), "query")
         run: Run = {}

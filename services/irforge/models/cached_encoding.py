@@ -1,0 +1,147 @@
+"""Encode a stream of texts through the embedding cache: only what the cache lacks is encoded.
+
+    encoding = encode_with_cache(encoder, cache, TextRole.PASSAGE,
+                                 ((doc.doc_id, doc.full_text) for doc in iter_corpus(path)))
+    for ids, vectors in encoding:        # input order, chunk by chunk
+        collection.add(ids, vectors)
+    counts = {"documents_encoded": encoding.stats.encoded}
+
+Per chunk of `batch_size` items: look the text hashes up in the cache, encode the missing texts
+(each distinct text once), validate the encoder's answer (check_vectors), store the new vectors
+(committed before the chunk is yielded), then yield the chunk. A process killed at any point keeps
+every chunk committed so far; running again encodes exactly the rest — no gaps, no duplicates.
+Memory is bounded by one chunk: the input is consumed lazily and nothing is accumulated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sized
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from irforge.common.iterables import chunked
+from irforge.models.cache import EmbeddingCache, text_hash
+from irforge.models.encoder import TextRole, check_vectors
+from irforge.pipeline.progress import ProgressFactory
+
+DEFAULT_BATCH_SIZE = 256
+
+
+@runtime_checkable
+class Encoder(Protocol):
+    """What encode_with_cache needs: EncoderCore, or a client of the Encoder service."""
+
+    @property
+    def identity_key(self) -> str: ...        # everything that changes a vector, hashed
+
+    @property
+    def dimension(self) -> int: ...
+
+    def encode(self, texts: list[str], role: TextRole) -> np.ndarray: ...  # (len(texts), dimension)
+
+
+@dataclass
+class EncodingStats:
+    """Counters of one encode_with_cache pass, current after every yielded chunk.
+
+    items = encoded + reused + deduplicated.
+    """
+
+    items: int = 0          # (id, text) items yielded
+    encoded: int = 0        # texts sent to the encoder (distinct within their chunk, absent from the cache)
+    reused: int = 0         # items answered from the cache
+    deduplicated: int = 0   # items sharing the text of another item of their chunk that was encoded
+    chunks: int = 0
+
+
+class CachedEncoding(Iterator[tuple[list[str], np.ndarray]]):
+    """Iterator of (ids, float32 vectors of shape (len(ids), dimension)), in input order.
+
+    `stats` counts what was encoded and what was reused; read it during or after iteration.
+    `close()` stops early (also closes the progress bar).
+    """
+
+    def __init__(self, encoder: Encoder, cache: EmbeddingCache, role: TextRole,
+                 items: Iterable[tuple[str, str]], batch_size: int = DEFAULT_BATCH_SIZE,
+                 progress: ProgressFactory | None = None, total: int | None = None):
+        if batch_size <= 0:
+            raise ValueError(f"batch_size must be positive, got {batch_size}")
+        self.encoder = encoder
+        self.cache = cache
+        self.role = TextRole(role)
+        self.batch_size = batch_size
+        self.encoder_key = str(encoder.identity_key)   # read once: EncoderCore computes it per access
+        self.dimension = int(encoder.dimension)
+        self.stats = EncodingStats()
+        if total is None and isinstance(items, Sized):
+            total = len(items)
+        self._generator = self._run(items, progress, total)
+
+    def __next__(self) -> tuple[list[str], np.ndarray]:
+        return next(self._generator)
+
+    def __iter__(self) -> CachedEncoding:
+        return self
+
+    def close(self) -> None:
+        self._generator.close()
+
+    def _run(self, items: Iterable[tuple[str, str]], progress: ProgressFactory | None,
+             total: int | None) -> Iterator[tuple[list[str], np.ndarray]]:
+        what = "queries" if self.role == TextRole.QUERY else "documents"
+        bar = progress(f"encode {what}", total, "text") if progress is not None else None
+        try:
+            for chunk in chunked(items, self.batch_size):
+                ids, vectors = self._encode_chunk(chunk)
+                if bar is not None:
+                    bar.update(len(ids))
+                yield ids, vectors
+        finally:
+            if bar is not None:
+                bar.close()
+
+    def _encode_chunk(self, chunk: list[tuple[str, str]]) -> tuple[list[str], np.ndarray]:
+        ids = [item_id for item_id, _ in chunk]
+        texts = [text for _, text in chunk]
+        hashes = [text_hash(text) for text in texts]
+        found = self.cache.get_many(self.encoder_key, self.role, hashes, dimension=self.dimension)
+
+        # Distinct missing texts, in first-seen order.
+        missing: dict[bytes, str] = {}
+        for key, text in zip(hashes, texts):
+            if key not in found and key not in missing:
+                missing[key] = text
+        if missing:
+            new_keys = list(missing)
+            answer = np.asarray(self.encoder.encode(list(missing.values()), self.role))
+            check_vectors(answer, len(new_keys), self.dimension, f"encoder {self.encoder_key}")
+            answer = answer.astype(np.float32, copy=False)
+            self.cache.put_many(self.encoder_key, self.role, new_keys, answer)  # committed before yield
+            found.update(zip(new_keys, answer))
+
+        vectors = np.empty((len(chunk), self.dimension), dtype=np.float32)
+        for row, key in enumerate(hashes):
+            vectors[row] = found[key]
+
+        self.stats.chunks += 1
+        self.stats.items += len(chunk)
+        self.stats.encoded += len(missing)
+        reused = sum(1 for key in hashes if key not in missing)
+        self.stats.reused += reused
+        self.stats.deduplicated += len(chunk) - reused - len(missing)
+        return ids, vectors
+
+
+def encode_with_cache(encoder: Encoder, cache: EmbeddingCache, role: TextRole,
+                      items: Iterable[tuple[str, str]], batch_size: int = DEFAULT_BATCH_SIZE,
+                      progress: ProgressFactory | None = None, total: int | None = None) -> CachedEncoding:
+    """Stream (ids, vectors) for (id, text) `items`, encoding only texts the cache lacks.
+
+    Returns a CachedEncoding: iterate it for the chunks; its `.stats.encoded` / `.stats.reused`
+    give results.json's counts. `total` (or len(items) when it has one) sizes the progress bar.
+    Raises EncodingError when the encoder answers with the wrong count, dimension or non-finite
+    values (nothing of that chunk is cached), EmbeddingCacheError on an inconsistent cache.
+    """
+    return CachedEncoding(encoder, cache, role, items, batch_size=batch_size, progress=progress, total=total)
