@@ -1,1 +1,152 @@
-"""Vector backends: `embedded` (Qdrant Edge, in-process, on disk) and `qdrant` (a Qdrant server)."""
+"""Vector backends: `embedded` (Qdrant Edge, in-process, on disk) and `qdrant` (a Qdrant server).
+
+Besides the factory, this module holds the few rules both backends share, so they cannot drift:
+point ids, input checks, and the tie-safe cut of an engine's answer to k hits.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import uuid
+from collections.abc import Iterable
+from pathlib import Path
+
+import numpy as np
+import platformdirs
+
+from irforge.corpus.lexical.base import Hit
+from irforge.corpus.errors import CorpusConflict
+from irforge.corpus.vectors.base import DISTANCES, DimensionMismatch, HnswSettings, VectorBackend
+from irforge.ranking import ranked
+
+BACKENDS = ("embedded", "qdrant")
+
+
+def default_vector_dir() -> Path:
+    """$IRFORGE_VECTOR_DIR, else the user's data directory (e.g. ~/.local/share/irforge/vectors)."""
+    return Path(os.environ.get("IRFORGE_VECTOR_DIR") or Path(platformdirs.user_data_dir("irforge")) / "vectors")
+
+
+def make_vector_backend(kind: str, *, vector_dir: str | Path | None = None, qdrant_url: str | None = None) -> VectorBackend:
+    """Build a backend by name. Imports are lazy: the embedded default never loads qdrant-client."""
+    if kind == "embedded":
+        from irforge.corpus.vectors.edge import EdgeVectorBackend
+
+        return EdgeVectorBackend(vector_dir or default_vector_dir())
+    if kind == "qdrant":
+        from irforge.corpus.vectors.qdrant import QdrantServerBackend
+
+        url = qdrant_url or os.environ.get("IRFORGE_QDRANT_URL")
+        if not url:
+            raise ValueError("the qdrant backend needs --qdrant-url or IRFORGE_QDRANT_URL")
+        # The API key only ever comes from the environment; the backend reads the variable itself.
+        api_key_env = "IRFORGE_QDRANT_API_KEY" if os.environ.get("IRFORGE_QDRANT_API_KEY") else None
+        return QdrantServerBackend(url, api_key_env=api_key_env)
+    raise ValueError(f"unknown vector backend {kind!r}; choose one of {', '.join(BACKENDS)}")
+
+
+# -- shared by both backends -------------------------------------------------------------------
+
+# Qdrant accepts only unsigned integers or UUIDs as point ids, so a doc id maps to a name-based
+# UUID (stable across runs, machines and backends) and the doc id itself travels in the payload.
+POINT_NAMESPACE = uuid.UUID("5b0c8f2e-6f4a-4d0e-9a57-6b1f3c2d7e10")
+DOC_ID_FIELD = "doc_id"
+
+# The engine cuts its answer at `limit` without trec_eval's tie rule, so a group of equal scores
+# straddling rank k could come back in any order and lose the wrong members. Asking for k + 16 and
+# re-ranking with irforge.ranking keeps the rule exact unless more than 16 documents tie at the cut.
+TIE_MARGIN = 16
+
+_SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
+
+
+def point_id(doc_id: str) -> str:
+    return str(uuid.uuid5(POINT_NAMESPACE, doc_id))
+
+
+def check_collection_id(collection_id: str) -> str:
+    if not isinstance(collection_id, str) or not _SAFE_ID.match(collection_id):
+        raise ValueError(
+            f"collection id {collection_id!r} must start with a letter or digit and use only letters, digits, '.', '_', '-'"
+        )
+    return collection_id
+
+
+def check_settings(dimension: int, distance: str) -> None:
+    if not isinstance(dimension, int) or isinstance(dimension, bool) or dimension <= 0:
+        raise ValueError(f"dimension must be a positive integer, got {dimension!r}")
+    if distance not in DISTANCES:
+        raise ValueError(f"distance must be one of {', '.join(DISTANCES)}, got {distance!r}")
+
+
+def reconciled(meta: dict, dimension: int, distance: str, fingerprint: str, hnsw: HnswSettings) -> dict:
+    """The existing collection's meta if it is the one create() asks for; raises otherwise.
+
+    m and ef_construct shape the stored graph, so a difference is a conflict; ef_search is only the
+    search-time beam, so the latest create() sets it (the caller stores the returned meta).
+    """
+    name = meta["collection_id"]
+    if meta["dimension"] != dimension and (meta["distance"], meta["fingerprint"]) == (distance, fingerprint):
+        raise DimensionMismatch(f"collection {name!r} holds {meta['dimension']}-d vectors, not {dimension}-d")
+    built = {key: meta["hnsw"][key] for key in ("m", "ef_construct")}
+    if (meta["dimension"], meta["distance"], meta["fingerprint"], built) != (
+        dimension, distance, fingerprint, {"m": hnsw.m, "ef_construct": hnsw.ef_construct}
+    ):
+        raise CorpusConflict(
+            f"vector collection {name!r} exists with dimension {meta['dimension']}, distance {meta['distance']}, "
+            f"fingerprint {meta['fingerprint'][:12]}, HNSW {built}; delete it or use another collection id"
+        )
+    return {**meta, "hnsw": hnsw.as_dict()}
+
+
+def check_upsert(collection_id: str, doc_ids: list[str], vectors: np.ndarray, dimension: int, distance: str) -> np.ndarray:
+    """The vectors as a C-contiguous float32 array, or the error the interface names."""
+    array = np.asarray(vectors, dtype=np.float32)
+    if array.ndim != 2:
+        raise ValueError(f"vectors must be a 2-d array (count, dimension), got shape {array.shape}")
+    if array.shape[0] != len(doc_ids):
+        raise ValueError(f"{len(doc_ids)} doc ids but {array.shape[0]} vectors")
+    if array.shape[1] != dimension:
+        raise DimensionMismatch(
+            f"collection {collection_id!r} holds {dimension}-d vectors, got {array.shape[1]}-d (another model?)"
+        )
+    for doc_id in doc_ids:  # ids go into whitespace-separated TREC run files (the lexical rule)
+        if not isinstance(doc_id, str) or not doc_id or any(c.isspace() for c in doc_id):
+            raise ValueError(f"document id {doc_id!r} is empty or contains whitespace")
+    if len(set(doc_ids)) != len(doc_ids):
+        seen: set[str] = set()
+        repeated = sorted({d for d in doc_ids if d in seen or seen.add(d)})
+        raise ValueError(f"duplicate doc ids in one upsert: {repeated[:5]}")
+    _check_finite(array, "vectors")
+    if distance == "cosine" and len(array) and not np.linalg.norm(array, axis=1).all():
+        raise ValueError("a zero vector has no cosine similarity; check the encoder output")
+    return np.ascontiguousarray(array)
+
+
+def check_queries(collection_id: str, queries: np.ndarray, dimension: int) -> np.ndarray:
+    array = np.asarray(queries, dtype=np.float32)
+    if array.ndim != 2:
+        raise ValueError(f"queries must be a 2-d array (count, dimension), got shape {array.shape}")
+    if array.shape[1] != dimension:
+        raise DimensionMismatch(
+            f"collection {collection_id!r} holds {dimension}-d vectors, got {array.shape[1]}-d queries (another model?)"
+        )
+    _check_finite(array, "queries")
+    return np.ascontiguousarray(array)
+
+
+def check_k(k: int) -> None:
+    if not isinstance(k, int) or isinstance(k, bool) or k <= 0:
+        raise ValueError(f"k must be a positive integer, got {k!r}")
+
+
+def _check_finite(array: np.ndarray, what: str) -> None:
+    if not np.isfinite(array).all():
+        rows = np.flatnonzero(~np.isfinite(array).all(axis=1))
+        raise ValueError(f"{what} hold NaN or infinite values (rows {rows[:5].tolist()})")
+
+
+def cut(scored: Iterable[tuple[str, float]], k: int) -> list[Hit]:
+    """The engine's (doc id, score) candidates in trec_eval's order, cut to k."""
+    return [Hit(doc_id, score) for doc_id, score in ranked(dict(scored))[:k]]

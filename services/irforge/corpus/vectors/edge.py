@@ -1,0 +1,210 @@
+"""Embedded vector backend: Qdrant Edge (Qdrant's own engine, in-process) persisted on disk.
+
+No server. Each collection lives in `<root>/<collection_id>/`:
+    meta.json   id, dimension, distance, fingerprint, HNSW settings, state, point count
+    shard/      the EdgeShard: segments, write-ahead log, edge_config.json
+
+meta.json is the truth about readiness and is replaced atomically: upsert() writes EMPTY *before*
+it touches the shard and commit() writes READY only after optimize() and flush() have returned, so
+a crash anywhere in between leaves the collection EMPTY (refused by search) rather than half
+indexed; upserting again and committing repairs it (the shard's WAL keeps what was written).
+
+Edge runs no background optimizer: upserted points sit in a plain (brute-force) segment until
+commit() calls optimize(), which merges segments and builds the HNSW graph. Both thresholds are set
+to 1 KB so that every committed point is in the graph and exact=False always means HNSW search
+(Qdrant's defaults would quietly brute-force any segment under ~10 MB, i.e. < 6,600 384-d vectors).
+
+A shard folder can be open in one EdgeShard at a time (its WAL is locked): two backends, or two
+processes, on the same root cannot use one collection at once.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import threading
+from importlib import metadata
+from pathlib import Path
+
+import numpy as np
+import qdrant_edge as qe
+
+from irforge.common.files import write_json_atomic
+from irforge.corpus.errors import BackendUnavailable, CorpusNotFound, CorpusNotReady
+from irforge.corpus.lexical.base import CorpusState, Hit
+from irforge.corpus.vectors import (
+    DOC_ID_FIELD, TIE_MARGIN, check_collection_id, check_k, check_queries, check_settings, check_upsert, cut,
+    point_id, reconciled,
+)
+from irforge.corpus.vectors.base import HnswSettings, VectorBackend, VectorCollectionInfo
+
+UPSERT_BATCH = 1024        # points per shard update: bounds the Python-side copies of one batch
+QUERY_BATCH = 256          # queries per query_batch call
+THRESHOLD_KB = 1           # indexing and full-scan thresholds: see the module docstring
+_DISTANCE = {"cosine": qe.Distance.Cosine, "dot": qe.Distance.Dot}
+
+
+class EdgeVectorBackend(VectorBackend):
+    name = "embedded"
+
+    def __init__(self, root: str | Path):
+        self.root = Path(root)
+        self.root.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.RLock()   # one lock: shard handles and meta.json change together
+        self._shards: dict[str, qe.EdgeShard] = {}
+
+    # -- metadata -------------------------------------------------------------------------
+
+    def _dir(self, collection_id: str) -> Path:
+        return self.root / check_collection_id(collection_id)
+
+    def _read_meta(self, collection_id: str) -> dict | None:
+        path = self._dir(collection_id) / "meta.json"
+        return json.loads(path.read_text()) if path.is_file() else None
+
+    def _require(self, collection_id: str) -> dict:
+        meta = self._read_meta(collection_id)
+        if meta is None:
+            raise CorpusNotFound(collection_id)
+        return meta
+
+    def _write_meta(self, meta: dict) -> None:
+        write_json_atomic(self._dir(meta["collection_id"]) / "meta.json", meta)
+
+    def _info(self, meta: dict) -> VectorCollectionInfo:
+        return VectorCollectionInfo(
+            collection_id=meta["collection_id"], dimension=meta["dimension"], distance=meta["distance"],
+            fingerprint=meta["fingerprint"], state=CorpusState(meta["state"]), point_count=meta["point_count"],
+            backend=self.name,
+            config={
+                "engine": "qdrant-edge", "version": metadata.version("qdrant-edge-py"), "hnsw": meta["hnsw"],
+                "indexing_threshold_kb": THRESHOLD_KB, "full_scan_threshold_kb": THRESHOLD_KB,
+                "storage": str(self._dir(meta["collection_id"]) / "shard"),
+            },
+        )
+
+    # -- shard handles --------------------------------------------------------------------
+
+    def _shard(self, collection_id: str) -> qe.EdgeShard:
+        """The open shard (opened on first use; the caller holds the lock)."""
+        shard = self._shards.get(collection_id)
+        if shard is None:
+            path = self._dir(collection_id) / "shard"
+            try:
+                shard = qe.EdgeShard.load(str(path))
+            except Exception as error:  # qdrant_edge raises plain Exception
+                if "WouldBlock" in str(error):
+                    raise BackendUnavailable(
+                        f"vector collection {collection_id!r} at {path} is open in another backend or process "
+                        f"(Qdrant Edge locks a shard to one user); close that one first"
+                    ) from None
+                raise
+            self._shards[collection_id] = shard
+        return shard
+
+    def _close_shard(self, collection_id: str) -> None:
+        shard = self._shards.pop(collection_id, None)
+        if shard is not None:
+            shard.close()
+
+    # -- collections ----------------------------------------------------------------------
+
+    def create(self, collection_id: str, dimension: int, distance: str, fingerprint: str,
+               hnsw: HnswSettings = HnswSettings()) -> VectorCollectionInfo:
+        check_settings(dimension, distance)
+        with self._lock:
+            meta = self._read_meta(collection_id)
+            if meta is not None:
+                wanted = reconciled(meta, dimension, distance, fingerprint, hnsw)
+                if wanted != meta:  # only ef_search can differ here
+                    self._write_meta(wanted)
+                return self._info(wanted)
+            directory = self._dir(collection_id)
+            if directory.exists():  # a create that crashed before writing meta.json
+                self._close_shard(collection_id)
+                shutil.rmtree(directory)
+            config = qe.EdgeConfig(
+                vectors=qe.EdgeVectorParams(size=dimension, distance=_DISTANCE[distance]),
+                hnsw_config=qe.HnswIndexConfig(m=hnsw.m, ef_construct=hnsw.ef_construct, full_scan_threshold=THRESHOLD_KB),
+                optimizers=qe.EdgeOptimizersConfig(indexing_threshold=THRESHOLD_KB),
+            )
+            self._shards[collection_id] = qe.EdgeShard.create(str(directory / "shard"), config)
+            meta = {
+                "format": 1, "collection_id": collection_id, "dimension": dimension, "distance": distance,
+                "fingerprint": fingerprint, "hnsw": hnsw.as_dict(), "state": CorpusState.EMPTY.value, "point_count": 0,
+            }
+            self._write_meta(meta)  # last: a collection exists once its meta.json does
+            return self._info(meta)
+
+    def info(self, collection_id: str) -> VectorCollectionInfo | None:
+        meta = self._read_meta(collection_id)
+        return None if meta is None else self._info(meta)
+
+    def delete(self, collection_id: str) -> bool:
+        with self._lock:
+            directory = self._dir(collection_id)
+            self._close_shard(collection_id)
+            if not directory.exists():
+                return False
+            (directory / "meta.json").unlink(missing_ok=True)  # first, so a failed rmtree leaves no collection
+            shutil.rmtree(directory)
+            return True
+
+    # -- writing --------------------------------------------------------------------------
+
+    def upsert(self, collection_id: str, doc_ids: list[str], vectors: np.ndarray) -> int:
+        doc_ids = list(doc_ids)
+        with self._lock:
+            meta = self._require(collection_id)
+            array = check_upsert(collection_id, doc_ids, vectors, meta["dimension"], meta["distance"])
+            shard = self._shard(collection_id)
+            meta = {**meta, "state": CorpusState.EMPTY.value}
+            self._write_meta(meta)  # before the shard changes: see the module docstring
+            for start in range(0, len(doc_ids), UPSERT_BATCH):
+                rows = array[start:start + UPSERT_BATCH].tolist()
+                points = [
+                    qe.Point(point_id(doc_id), row, {DOC_ID_FIELD: doc_id})
+                    for doc_id, row in zip(doc_ids[start:start + UPSERT_BATCH], rows, strict=True)
+                ]
+                shard.update(qe.UpdateOperation.upsert_points(points))
+            self._write_meta({**meta, "point_count": shard.info().points_count})
+            return len(doc_ids)
+
+    def commit(self, collection_id: str) -> VectorCollectionInfo:
+        with self._lock:
+            meta = self._require(collection_id)
+            shard = self._shard(collection_id)
+            shard.optimize()   # blocks until segments are merged and the HNSW graph is built
+            shard.flush()      # segments on disk before meta.json says READY
+            meta = {**meta, "state": CorpusState.READY.value, "point_count": shard.count(qe.CountRequest(exact=True))}
+            self._write_meta(meta)
+            return self._info(meta)
+
+    # -- search ---------------------------------------------------------------------------
+
+    def search(self, collection_id: str, queries: np.ndarray, k: int, exact: bool = True) -> list[list[Hit]]:
+        check_k(k)
+        with self._lock:
+            meta = self._require(collection_id)
+            if meta["state"] != CorpusState.READY.value:
+                raise CorpusNotReady(collection_id)
+            array = check_queries(collection_id, queries, meta["dimension"])
+            shard = self._shard(collection_id)
+            params = qe.SearchParams(exact=True) if exact else qe.SearchParams(hnsw_ef=meta["hnsw"]["ef_search"])
+            payload = qe.PayloadSelector.Include([DOC_ID_FIELD])
+            results: list[list[Hit]] = []
+            # Under the lock: a concurrent delete() or close() must not close the shard mid-query.
+            # Edge spreads each batch over its own search threads, so little is lost.
+            for start in range(0, len(array), QUERY_BATCH):
+                requests = [
+                    qe.QueryRequest(limit=k + TIE_MARGIN, query=qe.Query.Nearest(row), with_payload=payload, params=params)
+                    for row in array[start:start + QUERY_BATCH].tolist()
+                ]
+                for points in shard.query_batch(qe.QueryBatchRequest(requests)):
+                    results.append(cut(((p.payload[DOC_ID_FIELD], p.score) for p in points), k))
+            return results
+
+    def close(self) -> None:
+        with self._lock:
+            for collection_id in list(self._shards):
+                self._close_shard(collection_id)

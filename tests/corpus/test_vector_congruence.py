@@ -1,0 +1,268 @@
+"""Every VectorBackend operation, run on every backend available, with the same expectations.
+
+The embedded leg (Qdrant Edge) always runs. The Qdrant leg runs when IRFORGE_TEST_QDRANT_URL
+points at a server (none can be installed on the development machines; an API key, if the server
+needs one, comes from IRFORGE_TEST_QDRANT_API_KEY) and is skipped, with the reason printed,
+otherwise. Exact search is checked against numpy brute force; HNSW against exact search.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+
+from irforge.corpus.errors import CorpusConflict, CorpusNotFound, CorpusNotReady
+from irforge.corpus.lexical.base import CorpusState
+from irforge.corpus.vectors.base import DimensionMismatch, HnswSettings, VectorBackend
+from irforge.ranking import ranked
+
+QDRANT_URL = os.environ.get("IRFORGE_TEST_QDRANT_URL")
+DIM = 16
+
+
+@pytest.fixture(params=["embedded", "qdrant"])
+def backend(request, tmp_path) -> VectorBackend:
+    if request.param == "embedded":
+        from irforge.corpus.vectors.edge import EdgeVectorBackend
+
+        instance = EdgeVectorBackend(tmp_path / "vectors")
+    else:
+        if not QDRANT_URL:
+            pytest.skip("IRFORGE_TEST_QDRANT_URL is not set: no Qdrant server to test against")
+        from irforge.corpus.vectors.qdrant import QdrantServerBackend
+
+        instance = QdrantServerBackend(
+            QDRANT_URL, prefix=f"irforge-test-{uuid.uuid4().hex[:8]}-",
+            api_key_env="IRFORGE_TEST_QDRANT_API_KEY" if os.environ.get("IRFORGE_TEST_QDRANT_API_KEY") else None,
+        )
+    created: list[str] = []
+    original_create = instance.create
+
+    def tracking_create(collection_id, *args, **kwargs):
+        info = original_create(collection_id, *args, **kwargs)
+        created.append(collection_id)
+        return info
+
+    instance.create = tracking_create
+    yield instance
+    for collection_id in created:
+        instance.delete(collection_id)
+    instance.close()
+
+
+def random_vectors(n: int, dim: int = DIM, seed: int = 0) -> np.ndarray:
+    return np.random.default_rng(seed).normal(size=(n, dim)).astype(np.float32)
+
+
+def clustered_vectors(n: int, dim: int, centres: int, seed: int) -> np.ndarray:
+    """Unit vectors around a few centres: closer to real embeddings than isotropic noise."""
+    rng = np.random.default_rng(seed)
+    centre = rng.normal(size=(centres, dim))
+    x = centre[rng.integers(0, centres, n)] + 0.5 * rng.normal(size=(n, dim))
+    return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
+
+
+def brute_force(docs: np.ndarray, doc_ids: list[str], queries: np.ndarray, k: int, distance: str):
+    """numpy top-k with irforge's tie rule: [(doc_id, score), ...] per query."""
+    d, q = docs.astype(np.float64), queries.astype(np.float64)
+    if distance == "cosine":
+        d = d / np.linalg.norm(d, axis=1, keepdims=True)
+        q = q / np.linalg.norm(q, axis=1, keepdims=True)
+    scores = q @ d.T
+    return [ranked(dict(zip(doc_ids, row.tolist())))[:k] for row in scores]
+
+
+def make_ready(backend, collection_id, doc_ids, vectors, distance="cosine", batch=None):
+    backend.create(collection_id, vectors.shape[1], distance, "fp-1")
+    batch = batch or len(doc_ids)
+    for start in range(0, len(doc_ids), batch):
+        backend.upsert(collection_id, doc_ids[start:start + batch], vectors[start:start + batch])
+    return backend.commit(collection_id)
+
+
+def test_create_is_idempotent_and_detects_conflicts(backend):
+    info = backend.create("v1", DIM, "cosine", "fp-1")
+    assert (info.collection_id, info.dimension, info.distance, info.fingerprint) == ("v1", DIM, "cosine", "fp-1")
+    assert (info.state, info.point_count, info.backend) == (CorpusState.EMPTY, 0, backend.name)
+    assert info.config["hnsw"] == HnswSettings().as_dict()
+    assert backend.create("v1", DIM, "cosine", "fp-1") == info
+    assert backend.info("v1") == info
+    with pytest.raises(DimensionMismatch):
+        backend.create("v1", DIM * 2, "cosine", "fp-1")
+    with pytest.raises(CorpusConflict):
+        backend.create("v1", DIM, "cosine", "fp-2")
+    with pytest.raises(CorpusConflict):
+        backend.create("v1", DIM, "dot", "fp-1")
+    with pytest.raises(CorpusConflict):
+        backend.create("v1", DIM, "cosine", "fp-1", HnswSettings(m=32))
+
+
+def test_create_rejects_bad_arguments(backend):
+    for bad in [("has space", DIM, "cosine"), ("../up", DIM, "cosine"), ("v2", 0, "cosine"), ("v2", DIM, "euclid")]:
+        with pytest.raises(ValueError):
+            backend.create(*bad, "fp-1")
+    assert backend.info("v2") is None
+
+
+def test_missing_and_deleted_collections(backend):
+    assert backend.info("absent") is None
+    assert backend.delete("absent") is False
+    with pytest.raises(CorpusNotFound):
+        backend.upsert("absent", ["a"], random_vectors(1))
+    with pytest.raises(CorpusNotFound):
+        backend.commit("absent")
+    with pytest.raises(CorpusNotFound):
+        backend.search("absent", random_vectors(1), 10)
+    backend.create("v3", DIM, "cosine", "fp-1")
+    assert backend.delete("v3") is True
+    assert backend.info("v3") is None
+    assert backend.delete("v3") is False
+
+
+def test_upserted_vectors_are_searchable_only_after_commit(backend):
+    vectors = random_vectors(20)
+    ids = [f"d{i:02d}" for i in range(20)]
+    backend.create("v4", DIM, "cosine", "fp-1")
+    with pytest.raises(CorpusNotReady):
+        backend.search("v4", vectors[:1], 5)
+    assert backend.upsert("v4", ids, vectors) == 20
+    assert backend.info("v4").state == CorpusState.EMPTY
+    with pytest.raises(CorpusNotReady):
+        backend.search("v4", vectors[:1], 5)
+    info = backend.commit("v4")
+    assert (info.state, info.point_count) == (CorpusState.READY, 20)
+    assert backend.info("v4") == info
+    assert backend.search("v4", vectors[:1], 5)[0][0].doc_id == "d00"
+    # A further upsert makes the collection uncommitted again until the next commit.
+    backend.upsert("v4", ["d99"], random_vectors(1, seed=9))
+    with pytest.raises(CorpusNotReady):
+        backend.search("v4", vectors[:1], 5)
+    assert backend.commit("v4").point_count == 21
+
+
+def test_empty_committed_collection_returns_no_hits(backend):
+    backend.create("v5", DIM, "cosine", "fp-1")
+    assert backend.commit("v5").point_count == 0
+    assert backend.search("v5", random_vectors(2), 5) == [[], []]
+
+
+def test_upsert_is_idempotent_and_replaces_by_id(backend):
+    ids = [f"d{i:02d}" for i in range(30)]
+    first, second = random_vectors(30, seed=1), random_vectors(30, seed=2)
+    make_ready(backend, "v6", ids, first)
+    before = backend.search("v6", first[:3], 5)
+    make_ready(backend, "v6", ids, first)
+    assert backend.info("v6").point_count == 30
+    assert backend.search("v6", first[:3], 5) == before
+    make_ready(backend, "v6", ids, second)
+    assert backend.info("v6").point_count == 30
+    hits = backend.search("v6", second[:3], 1)
+    assert [h[0].doc_id for h in hits] == ids[:3]
+    assert [h[0].score for h in hits] == pytest.approx([1.0] * 3, abs=1e-5)
+
+
+@pytest.mark.parametrize("distance", ["cosine", "dot"])
+def test_exact_search_equals_numpy_brute_force(backend, distance):
+    docs, queries = random_vectors(500, seed=3), random_vectors(25, seed=4)
+    ids = [f"doc-{i:04d}" for i in range(500)]
+    make_ready(backend, f"v7-{distance}", ids, docs, distance=distance, batch=128)
+    results = backend.search(f"v7-{distance}", queries, 10, exact=True)
+    expected = brute_force(docs, ids, queries, 10, distance)
+    assert len(results) == 25
+    for hits, truth in zip(results, expected, strict=True):
+        assert [h.doc_id for h in hits] == [doc_id for doc_id, _ in truth]
+        assert [h.score for h in hits] == pytest.approx([score for _, score in truth], abs=1e-5)
+    # The same answer one query at a time.
+    assert [backend.search(f"v7-{distance}", queries[i:i + 1], 10)[0] for i in range(3)] == results[:3]
+
+
+def test_ties_are_broken_by_doc_id_descending(backend):
+    twin = random_vectors(1, seed=5)
+    others = random_vectors(10, seed=6)
+    vectors = np.vstack([twin, twin, others])
+    ids = ["a", "b"] + [f"o{i}" for i in range(10)]
+    make_ready(backend, "v8", ids, vectors)
+    for exact in (True, False):
+        hits = backend.search("v8", twin, 2, exact=exact)[0]
+        assert [h.doc_id for h in hits] == ["b", "a"]
+        assert hits[0].score == hits[1].score
+    # A tie straddling the cut at k keeps the higher doc id.
+    assert [h.doc_id for h in backend.search("v8", twin, 1)[0]] == ["b"]
+
+
+def test_k_larger_than_the_collection_returns_everything(backend):
+    vectors = random_vectors(7)
+    make_ready(backend, "v9", [f"d{i}" for i in range(7)], vectors)
+    hits = backend.search("v9", vectors[:1], 100)[0]
+    assert len(hits) == 7 and {h.doc_id for h in hits} == {f"d{i}" for i in range(7)}
+    assert [h.doc_id for h in hits] == [d for d, _ in ranked({h.doc_id: h.score for h in hits})]
+
+
+def test_bad_input_is_rejected(backend):
+    make_ready(backend, "v10", ["a", "b"], random_vectors(2))
+    with pytest.raises(DimensionMismatch):
+        backend.upsert("v10", ["c"], random_vectors(1, dim=DIM + 1))
+    with pytest.raises(DimensionMismatch):
+        backend.search("v10", random_vectors(1, dim=DIM - 1), 5)
+    nan = random_vectors(1)
+    nan[0, 3] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        backend.upsert("v10", ["c"], nan)
+    with pytest.raises(ValueError, match="NaN"):
+        backend.upsert("v10", ["c"], np.full((1, DIM), np.inf, dtype=np.float32))
+    with pytest.raises(ValueError):
+        backend.search("v10", nan, 5)
+    with pytest.raises(ValueError):
+        backend.upsert("v10", ["c", "d"], random_vectors(3))
+    with pytest.raises(ValueError, match="duplicate"):
+        backend.upsert("v10", ["c", "c"], random_vectors(2))
+    with pytest.raises(ValueError):
+        backend.upsert("v10", ["has space"], random_vectors(1))
+    for k in (0, -1):
+        with pytest.raises(ValueError):
+            backend.search("v10", random_vectors(1), k)
+    # Nothing above reached the collection: it is still committed, with its two points.
+    info = backend.info("v10")
+    assert (info.state, info.point_count) == (CorpusState.READY, 2)
+
+
+def test_concurrent_searches_agree(backend):
+    vectors = random_vectors(200, seed=10)
+    make_ready(backend, "v12", [f"d{i:03d}" for i in range(200)], vectors)
+    expected = backend.search("v12", vectors[:20], 10)
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        answers = list(pool.map(lambda _: backend.search("v12", vectors[:20], 10), range(8)))
+    assert all(answer == expected for answer in answers)
+
+
+def test_hnsw_search_recalls_exact_search(backend):
+    points = clustered_vectors(2100, 64, centres=40, seed=7)  # queries from the documents' clusters
+    docs, queries = points[:2000], points[2000:]
+    ids = [f"doc-{i:05d}" for i in range(2000)]
+    make_ready(backend, "v11", ids, docs, batch=500)
+    exact = backend.search("v11", queries, 10, exact=True)
+    approximate = backend.search("v11", queries, 10, exact=False)
+    recall = np.mean([
+        len({h.doc_id for h in a} & {h.doc_id for h in e}) / 10 for a, e in zip(approximate, exact, strict=True)
+    ])
+    assert recall >= 0.9
+    for hits in approximate:
+        assert len(hits) == 10
+        assert [h.doc_id for h in hits] == [d for d, _ in ranked({h.doc_id: h.score for h in hits})]
+
+
+@pytest.mark.filterwarnings("ignore:Api key is used with an insecure connection")
+def test_an_unreachable_qdrant_server_is_named_without_its_key(unused_port, monkeypatch):
+    """No server needed: nothing listens on the port, so the backend must say so clearly."""
+    from irforge.corpus.errors import BackendUnavailable
+    from irforge.corpus.vectors import make_vector_backend
+
+    url = f"http://127.0.0.1:{unused_port}"
+    monkeypatch.setenv("IRFORGE_QDRANT_API_KEY", "secret-key-do-not-print")
+    with pytest.raises(BackendUnavailable) as raised:
+        make_vector_backend("qdrant", qdrant_url=url)
+    assert url in str(raised.value) and "secret-key-do-not-print" not in str(raised.value)
