@@ -1,0 +1,1 @@
+"""Team endpoints: embeddings, search and rerank APIs that irforge calls and evaluates."""
