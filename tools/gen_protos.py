@@ -22,6 +22,9 @@ PROTO_ROOT = ROOT / "protos"
 PACKAGE = Path("irforge") / "v1"
 OUTPUT_ROOT = ROOT / "services"
 INIT_TEXT = '"""Generated from protos/irforge/v1 by tools/gen_protos.py. Do not edit."""\n'
+# The client SDK carries its own copy of the stubs under its own package name, so a team
+# installs it without the server (no torch, no ray). Same files, imports rewritten.
+CLIENT_PACKAGE_DIR = ROOT / "clients" / "python" / "irforge_client" / "v1"
 
 
 def generate_into(out_root: Path) -> Path:
@@ -49,6 +52,16 @@ def generate_into(out_root: Path) -> Path:
     return package_dir
 
 
+def client_copy(fresh: Path, out_dir: Path) -> Path:
+    """The stubs with `irforge.v1` imports pointing at `irforge_client.v1`."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for path in sorted(fresh.iterdir()):
+        if path.is_file():
+            text = path.read_text().replace("from irforge.v1 import", "from irforge_client.v1 import")
+            (out_dir / path.name).write_text(text)
+    return out_dir
+
+
 def stale_files(fresh: Path, committed: Path) -> list[str]:
     """Names of generated files that differ, are missing, or should not be there."""
     fresh_names = {p.name for p in fresh.iterdir() if p.is_file()}
@@ -64,21 +77,24 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--check", action="store_true", help="only compare; exit 1 when stale")
     args = parser.parse_args(argv)
-    committed = OUTPUT_ROOT / PACKAGE
+    targets = {OUTPUT_ROOT / PACKAGE: None, CLIENT_PACKAGE_DIR: client_copy}
     with tempfile.TemporaryDirectory() as tmp:
-        fresh = generate_into(Path(tmp))
-        stale = stale_files(fresh, committed)
+        fresh = generate_into(Path(tmp) / "services")
+        versions = {target: (make(fresh, Path(tmp) / "client") if make else fresh) for target, make in targets.items()}
         if args.check:
+            stale = [f"{target.relative_to(ROOT)}/{name}" for target, version in versions.items()
+                     for name in stale_files(version, target)]
             if stale:
                 print("generated stubs are stale: " + ", ".join(stale), file=sys.stderr)
                 print("run: python tools/gen_protos.py", file=sys.stderr)
                 return 1
             print("generated stubs are up to date")
             return 0
-        if committed.exists():
-            shutil.rmtree(committed)
-        shutil.copytree(fresh, committed)
-        print(f"wrote {committed.relative_to(ROOT)} ({len(list(committed.iterdir()))} files)")
+        for target, version in versions.items():
+            if target.exists():
+                shutil.rmtree(target)
+            shutil.copytree(version, target)
+            print(f"wrote {target.relative_to(ROOT)} ({len(list(target.iterdir()))} files)")
         return 0
 
 

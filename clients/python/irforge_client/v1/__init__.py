@@ -1,0 +1,1 @@
+"""Generated from protos/irforge/v1 by tools/gen_protos.py. Do not edit."""

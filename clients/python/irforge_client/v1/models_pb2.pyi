@@ -1,0 +1,55 @@
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class TextRole(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    TEXT_ROLE_UNSPECIFIED: _ClassVar[TextRole]
+    TEXT_ROLE_QUERY: _ClassVar[TextRole]
+    TEXT_ROLE_PASSAGE: _ClassVar[TextRole]
+TEXT_ROLE_UNSPECIFIED: TextRole
+TEXT_ROLE_QUERY: TextRole
+TEXT_ROLE_PASSAGE: TextRole
+
+class EncodeRequest(_message.Message):
+    __slots__ = ("model", "texts", "role")
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    TEXTS_FIELD_NUMBER: _ClassVar[int]
+    ROLE_FIELD_NUMBER: _ClassVar[int]
+    model: str
+    texts: _containers.RepeatedScalarFieldContainer[str]
+    role: TextRole
+    def __init__(self, model: _Optional[str] = ..., texts: _Optional[_Iterable[str]] = ..., role: _Optional[_Union[TextRole, str]] = ...) -> None: ...
+
+class EncodeResponse(_message.Message):
+    __slots__ = ("count", "dimension", "vectors")
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    DIMENSION_FIELD_NUMBER: _ClassVar[int]
+    VECTORS_FIELD_NUMBER: _ClassVar[int]
+    count: int
+    dimension: int
+    vectors: bytes
+    def __init__(self, count: _Optional[int] = ..., dimension: _Optional[int] = ..., vectors: _Optional[bytes] = ...) -> None: ...
+
+class DescribeModelRequest(_message.Message):
+    __slots__ = ("model",)
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    model: str
+    def __init__(self, model: _Optional[str] = ...) -> None: ...
+
+class ModelDescription(_message.Message):
+    __slots__ = ("model", "dimension", "distance", "identity_json")
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    DIMENSION_FIELD_NUMBER: _ClassVar[int]
+    DISTANCE_FIELD_NUMBER: _ClassVar[int]
+    IDENTITY_JSON_FIELD_NUMBER: _ClassVar[int]
+    model: str
+    dimension: int
+    distance: str
+    identity_json: str
+    def __init__(self, model: _Optional[str] = ..., dimension: _Optional[int] = ..., distance: _Optional[str] = ..., identity_json: _Optional[str] = ...) -> None: ...
