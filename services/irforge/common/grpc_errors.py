@@ -10,13 +10,20 @@ import grpc
 from irforge.corpus.errors import BackendUnavailable, CorpusConflict, CorpusError, CorpusNotFound, CorpusNotReady
 from irforge.corpus.vectors.base import DimensionMismatch
 from irforge.data.errors import DataFormatError
+from irforge.endpoints.errors import (EndpointAnswerError, EndpointError, EndpointSpecError, EndpointUnavailable,
+                                      RequestBudgetExhausted)
 from irforge.evaluator.core import EvaluationError
 from irforge.evaluator.measures import MeasureError
+from irforge.models.errors import EncodingError, ModelNotFound, RerankError, RerankerUnavailable
 
 # Most specific first. Clients turn a code back into the first type listed for it.
 _ERRORS: list[tuple[type[Exception], grpc.StatusCode]] = [
     (DimensionMismatch, grpc.StatusCode.INVALID_ARGUMENT),
     (CorpusNotFound, grpc.StatusCode.NOT_FOUND),
+    (ModelNotFound, grpc.StatusCode.NOT_FOUND),
+    (EncodingError, grpc.StatusCode.INTERNAL),
+    (RerankError, grpc.StatusCode.INTERNAL),
+    (RerankerUnavailable, grpc.StatusCode.UNAVAILABLE),
     (CorpusNotReady, grpc.StatusCode.FAILED_PRECONDITION),
     (CorpusConflict, grpc.StatusCode.ALREADY_EXISTS),
     (BackendUnavailable, grpc.StatusCode.UNAVAILABLE),
@@ -24,6 +31,12 @@ _ERRORS: list[tuple[type[Exception], grpc.StatusCode]] = [
     (EvaluationError, grpc.StatusCode.INVALID_ARGUMENT),
     (DataFormatError, grpc.StatusCode.INVALID_ARGUMENT),
     (CorpusError, grpc.StatusCode.FAILED_PRECONDITION),
+    # A team endpoint irforge calls: its answers or its availability, never irforge's own state.
+    (EndpointSpecError, grpc.StatusCode.INVALID_ARGUMENT),
+    (EndpointAnswerError, grpc.StatusCode.FAILED_PRECONDITION),
+    (EndpointUnavailable, grpc.StatusCode.UNAVAILABLE),
+    (RequestBudgetExhausted, grpc.StatusCode.RESOURCE_EXHAUSTED),
+    (EndpointError, grpc.StatusCode.FAILED_PRECONDITION),
     (ValueError, grpc.StatusCode.INVALID_ARGUMENT),
 ]
 

@@ -13,3 +13,11 @@ class ModelNotFound(ModelError):
 
 class EncodingError(ModelError):
     """An encoder answered with something unusable (wrong count, wrong dimension, NaN)."""
+
+
+class RerankError(ModelError):
+    """A reranker answered with something unusable (wrong count, NaN, several outputs per pair)."""
+
+
+class RerankerUnavailable(ModelError):
+    """A reranker deployment did not answer after every retry."""
