@@ -52,6 +52,71 @@ def add_dense_arguments(parser: argparse.ArgumentParser) -> None:
     dense.add_argument("--fusion-weights", default="1,1", metavar="BM25,DENSE", help="hybrid run weights (default 1,1)")
 
 
+def add_endpoint_arguments(parser: argparse.ArgumentParser) -> None:
+    team = parser.add_argument_group("team endpoints and reranking")
+    team.add_argument("--endpoint", type=Path, metavar="SPEC.yaml",
+                      help="your model endpoint: openai-embeddings (irforge indexes and searches its vectors), "
+                           "search-http or search-grpc (your endpoint retrieves)")
+    team.add_argument("--endpoint-url", help="override the spec's url")
+    team.add_argument("--endpoint-model", help="override the spec's model")
+    team.add_argument("--endpoint-batch-size", type=int, help="override the spec's batch_size")
+    team.add_argument("--endpoint-max-concurrency", type=int, help="override the spec's max_concurrency")
+    team.add_argument("--endpoint-request-budget", type=int, help="override the spec's request_budget")
+    team.add_argument("--reranker", metavar="MODEL", help="rerank the first stage with this CrossEncoder (folder or hub name)")
+    team.add_argument("--reranker-endpoint", type=Path, metavar="SPEC.yaml", help="rerank with your rerank-http or rerank-grpc endpoint")
+    team.add_argument("--listwise-llm", metavar="URL", help="rerank listwise (RankGPT sliding window) with this OpenAI-compatible chat endpoint (base URL incl. /v1)")
+    team.add_argument("--listwise-model", help="chat model name for --listwise-llm")
+    team.add_argument("--listwise-api-key-env", metavar="VAR", help="environment variable holding the chat endpoint's key")
+    team.add_argument("--rerank-depth", type=int, default=100, help="documents of the first stage reranked per query (default 100)")
+
+
+def endpoint_spec_from_args(args: argparse.Namespace, path: Path):
+    from irforge.endpoints.spec import EndpointSpec
+
+    return EndpointSpec.from_file(path).with_overrides(
+        url=args.endpoint_url, model=args.endpoint_model, batch_size=args.endpoint_batch_size,
+        max_concurrency=args.endpoint_max_concurrency, request_budget=args.endpoint_request_budget,
+    )
+
+
+def _reranker(args, stack: ExitStack):
+    """The reranker the flags ask for, or None."""
+    chosen = [flag for flag in ("reranker", "reranker_endpoint", "listwise_llm") if getattr(args, flag)]
+    if len(chosen) > 1:
+        raise ValueError("choose one of --reranker, --reranker-endpoint, --listwise-llm")
+    if args.rerank_depth < 1:
+        raise ValueError("--rerank-depth must be at least 1")
+    if args.reranker:
+        from irforge.models.reranker import CrossEncoderReranker, RerankerSpec
+
+        spec = RerankerSpec(model=args.reranker, device=args.device, precision=args.precision)
+        if args.ray:
+            from irforge.models.reranker_serve import RayReranker, RerankerDeploymentConfig, start_reranker_app
+            from irforge.models.serve import start_local_ray, stop_local_ray
+
+            start_local_ray()
+            stack.callback(stop_local_ray)
+            return RayReranker(start_reranker_app(spec, RerankerDeploymentConfig()))
+        return CrossEncoderReranker(spec)
+    if args.reranker_endpoint:
+        from irforge.endpoints.rerank import GrpcReranker, HttpReranker
+
+        spec = endpoint_spec_from_args(args, args.reranker_endpoint)
+        kinds = {"rerank-http": HttpReranker, "rerank-grpc": GrpcReranker}
+        if spec.kind not in kinds:
+            raise ValueError(f"--reranker-endpoint needs kind rerank-http or rerank-grpc, {spec.source} has {spec.kind}")
+        reranker = kinds[spec.kind](spec)
+        stack.callback(reranker.close)
+        return reranker
+    if args.listwise_llm:
+        from irforge.models.listwise import ListwiseLLMReranker
+
+        if not args.listwise_model:
+            raise ValueError("--listwise-llm needs --listwise-model")
+        return ListwiseLLMReranker(args.listwise_llm, args.listwise_model, api_key_env=args.listwise_api_key_env)
+    return None
+
+
 def encoder_spec_from_args(args: argparse.Namespace) -> EncoderSpec:
     if args.encode_batch_size <= 0:
         raise ValueError("--encode-batch-size must be positive")
@@ -138,7 +203,11 @@ def build_pipeline(args: argparse.Namespace, settings: Settings, stack: ExitStac
     corpus_address = args.corpus_server or args.server
     evaluator_address = args.evaluator_server or args.server
     encoder_address = args.encoder_server or args.server
-    needs_dense = args.retriever in ("dense", "hybrid")
+    endpoint = endpoint_spec_from_args(args, args.endpoint) if args.endpoint else None
+    if endpoint is not None and endpoint.kind.startswith("rerank-"):
+        raise ValueError(f"{endpoint.source} is a {endpoint.kind} endpoint: pass it with --reranker-endpoint")
+    embeddings_endpoint = endpoint is not None and endpoint.kind == "openai-embeddings"
+    needs_dense = args.retriever in ("dense", "hybrid") or embeddings_endpoint
     corpus = _corpus_client(args, corpus_address, stack, needs_dense)
 
     if evaluator_address:
@@ -155,21 +224,35 @@ def build_pipeline(args: argparse.Namespace, settings: Settings, stack: ExitStac
 
     lexical = Bm25Retriever(corpus, settings.bm25, tqdm_progress)
     retriever = lexical
-    if needs_dense:
+    if endpoint is not None and not embeddings_endpoint:
+        from irforge.endpoints.search import GrpcSearchRetriever, HttpSearchRetriever
+
+        retriever = {"search-http": HttpSearchRetriever, "search-grpc": GrpcSearchRetriever}[endpoint.kind](endpoint, tqdm_progress)
+    elif needs_dense:
         from irforge.models.cache import EmbeddingCache, default_cache_path
         from irforge.pipeline.retrievers.dense import DenseRetriever
 
-        encoder, location = _encoder(args, settings.encoder, encoder_address, stack)
+        if embeddings_endpoint:
+            from irforge.endpoints.embeddings import EndpointEncoder
+
+            encoder, location = EndpointEncoder(endpoint), f"endpoint {endpoint.public()['host']}"
+        else:
+            encoder, location = _encoder(args, settings.encoder, encoder_address, stack)
         cache = EmbeddingCache(args.embedding_cache or default_cache_path())
         stack.callback(cache.close)
         dense = DenseRetriever(corpus, encoder, cache, tqdm_progress, exact=settings.exact, hnsw=settings.hnsw,
                                encoder_location=location)
-        if args.retriever == "dense":
-            retriever = dense
-        else:
+        if args.retriever == "hybrid":
             from irforge.pipeline.retrievers.hybrid import HybridRetriever
 
             retriever = HybridRetriever(lexical, dense, settings.fusion)
+        else:
+            retriever = dense
+    reranker = _reranker(args, stack)
+    if reranker is not None:
+        from irforge.pipeline.retrievers.rerank import RerankingRetriever
+
+        retriever = RerankingRetriever(retriever, reranker, depth=args.rerank_depth, progress=tqdm_progress)
 
     addresses = {"corpus": corpus_address, "evaluator": evaluator_address}
     if needs_dense:

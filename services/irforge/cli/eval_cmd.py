@@ -38,6 +38,7 @@ def add_parser(subparsers) -> None:
     lexical.add_argument("--b", type=float, default=Bm25Settings.b, help=f"BM25 b (default {Bm25Settings.b})")
 
     build.add_dense_arguments(parser)
+    build.add_endpoint_arguments(parser)
 
     remote = parser.add_argument_group("running services")
     remote.add_argument("--server", metavar="HOST:PORT", help="use running irforge services (corpus, evaluator, encoder) at this address")
@@ -59,20 +60,27 @@ def run_eval(args: argparse.Namespace) -> int:
         print(f"irforge eval: error: {error}", file=sys.stderr)
         return 2
     with ExitStack() as stack:
-        retriever, evaluator, mode = build.build_pipeline(args, settings, stack)
+        try:
+            retriever, evaluator, mode = build.build_pipeline(args, settings, stack)
+        except ValueError as error:  # flag combinations, endpoint specs: before any work
+            print(f"irforge eval: error: {error}", file=sys.stderr)
+            return 2
         results = EvalJob(spec, retriever, evaluator, mode).run()
     print_table(results, sys.stdout)
     return 0
 
 
 def _describe_retriever(retriever: dict) -> str:
+    if "first_stage" in retriever:
+        return f"{_describe_retriever(retriever['first_stage'])} reranked (depth {retriever['rerank_depth']})"
     if retriever["name"] == "bm25":
         return f"bm25 ({retriever['backend']}, k1={retriever.get('k1')}, b={retriever.get('b')})"
     if retriever["name"] == "dense":
         search = retriever["search"] if isinstance(retriever["search"], str) else "hnsw"
         return f"dense ({retriever['encoder']['model']}, {search}, {retriever['vector_backend']})"
-    fusion = retriever["fusion"]
-    return f"hybrid ({fusion['method']} of bm25 + {retriever['dense']['encoder']['model']})"
+    if retriever["name"] == "hybrid":
+        return f"hybrid ({retriever['fusion']['method']} of bm25 + {retriever['dense']['encoder']['model']})"
+    return retriever["name"]
 
 
 def print_table(results: dict, out) -> None:

@@ -11,6 +11,7 @@ from irforge.cli import eval_cmd, metrics_cmd, service_cmd
 from irforge.common.grpc_errors import ServiceUnavailable
 from irforge.corpus.errors import CorpusError
 from irforge.data.errors import DataFormatError
+from irforge.endpoints.errors import EndpointError
 from irforge.evaluator.core import EvaluationError
 from irforge.evaluator.measures import MeasureError
 from irforge.models.errors import ModelError
@@ -18,7 +19,7 @@ from irforge.models.errors import ModelError
 # Never reach a model hub at run time; models come from packages or mounted paths.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-USER_ERRORS = (DataFormatError, MeasureError, EvaluationError, CorpusError, ModelError, ServiceUnavailable)
+USER_ERRORS = (DataFormatError, MeasureError, EvaluationError, CorpusError, ModelError, EndpointError, ServiceUnavailable)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -47,7 +47,7 @@ class EndpointSpec:
     backoff_initial_s: float = 0.5         # exponential backoff with full jitter, capped below
     backoff_max_s: float = 30.0
     request_budget: int | None = None      # at most this many requests per run (None: unlimited)
-    circuit_breaker_failures: int = 5      # consecutive failed requests (after retries) that stop the run
+    circuit_breaker_failures: int = 5      # consecutive failed attempts (429s aside) that stop the run
     source: str = ""                       # the file it came from, for messages
 
     def __post_init__(self):

@@ -147,7 +147,7 @@ def _replica_info() -> dict:
     import torch
 
     info: dict = {"pid": os.getpid(), "torch_threads": torch.get_num_threads(),
-                  "omp_num_threads": os.environ.get("OMP_NUM_THREADS")}
+                  "omp_num_threads": os.environ.get("OMP_NUM_THREADS"), "niceness": os.nice(0)}
     with contextlib.suppress(RayServeException):  # not inside Serve (unit use)
         info["replica_id"] = serve.get_replica_context().replica_id.unique_id
     try:
@@ -182,10 +182,14 @@ def validate_spec(spec: EncoderSpec) -> None:
 _ray_lock = threading.Lock()
 
 
-def start_local_ray(num_cpus: int = 2, object_store_memory: int | None = 512 * 1024 * 1024, **serve_start: object) -> bool:
+def start_local_ray(num_cpus: int = 2, object_store_memory: int | None = 512 * 1024 * 1024,
+                    worker_niceness: int | None = None, **serve_start: object) -> bool:
     """Start Ray on loopback only (no dashboard, no usage stats, no downloads) and Serve without
     HTTP proxies (handles only). Idempotent: returns False when Ray was already up.
 
+    `worker_niceness`: Ray starts its workers, Serve replicas included, at nice 15, so on a
+    shared machine a replica yields the CPU to every normal process (an in-process encoder does
+    not); 0 runs them at normal priority. None keeps Ray's default.
     `serve_start` goes to serve.start (e.g. proxy_location, grpc_options); Serve's options are
     cluster-scoped and fixed once it runs.
     """
@@ -196,9 +200,10 @@ def start_local_ray(num_cpus: int = 2, object_store_memory: int | None = 512 * 1
         if not ray.is_initialized():
             _keep_loopback()
             env_vars = {**RAY_ENV_VARS, "HF_HUB_OFFLINE": os.environ["HF_HUB_OFFLINE"]}
+            system_config = {} if worker_niceness is None else {"worker_niceness": worker_niceness}
             ray.init(num_cpus=num_cpus, include_dashboard=False, _node_ip_address="127.0.0.1",
                      object_store_memory=object_store_memory, runtime_env={"env_vars": env_vars},
-                     logging_level=logging.WARNING)
+                     logging_level=logging.WARNING, _system_config=system_config)
             started = True
             node_ip = ray.util.get_node_ip_address()
             if node_ip != "127.0.0.1":
