@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
+_LOAD_AT_START = os.getloadavg() if hasattr(os, "getloadavg") else None
 PACKAGES = ("irforge", "pytrec_eval-terrier", "bm25s", "PyStemmer", "numpy", "scipy")
 
 
@@ -163,7 +164,13 @@ def write_results(script_file: str, payload: dict[str, Any]) -> Path:
         "run_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "command": " ".join([Path(sys.executable).name, *sys.argv]),
         "machine": machine_info(),
+        # 1/5/15-minute load averages: other work on the machine shows here and slows every figure
+        "load_average": {"at_start": _LOAD_AT_START, "at_end": os.getloadavg() if hasattr(os, "getloadavg") else None},
         **payload,
     }
     path.write_text(json.dumps(document, indent=2, sort_keys=False) + "\n")
+    load = document["load_average"]
+    if load["at_start"] is not None:
+        print("load average (1/5/15 min) at start %s, at end %s: anything else running slows every figure"
+              % ("/".join(f"{x:.2f}" for x in load["at_start"]), "/".join(f"{x:.2f}" for x in load["at_end"])))
     return path

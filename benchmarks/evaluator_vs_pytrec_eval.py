@@ -22,7 +22,7 @@ import time
 import numpy as np
 import pytrec_eval
 
-from _common import measure, rss_mib, table, write_results
+from _common import MEMORY_METHOD, extra_peak_mib, measure, rss_mib, table, write_results
 from irforge.evaluator.core import EvaluationOptions, Evaluator
 from irforge.evaluator.measures import DEFAULT_MEASURES
 
@@ -117,6 +117,7 @@ def main() -> None:
     parser.add_argument("--coarse-fraction", type=float, default=0.2, help="share of queries with 11 distinct scores")
     parser.add_argument("--repeat", type=int, default=3, help="timed runs per variant; the best is reported")
     parser.add_argument("--no-breakdown", action="store_true", help="skip variant (a'), irforge without Judged@10")
+    parser.add_argument("--no-memory", action="store_true", help="skip the extra (forked) run per variant that measures peak memory")
     parser.add_argument("--seed", type=int, default=20261122)
     args = parser.parse_args()
 
@@ -127,27 +128,35 @@ def main() -> None:
     n_judgements = sum(map(len, qrels.values()))
     judged_not_retrieved = sum(sum(d not in run[q] for d in judged) for q, judged in qrels.items())
     ties = boundary_ties(run)
+    resident = rss_mib() or 0.0
     print(f"run: {args.queries:,} queries x {args.docs_per_query:,} docs = {n_entries:,} entries; "
           f"qrels: {n_judgements:,} judgements ({judged_not_retrieved:,} not retrieved); "
           f"{ties:,} queries tied across the top-10 boundary; built in {build_seconds:.1f} s "
-          f"(not timed), resident {rss_mib() or 0:,.0f} MiB; best of {args.repeat}\n")
+          f"(not timed), resident {resident:,.0f} MiB; best of {args.repeat}\n")
 
     options = EvaluationOptions(drop_identical_ids=True)
     variants: dict[str, dict] = {}
 
-    def record(name, label, function):
-        result, seconds, extra_mib, method = measure(function, args.repeat)
-        variants[name] = {"label": label, "seconds": seconds, "best_s": min(seconds), "extra_peak_mib": extra_mib}
-        print(f"  {label}: best {min(seconds):.2f} s of {', '.join(f'{s:.2f}' for s in seconds)}", flush=True)
-        return result, method
-
-    irforge_result, memory_method = record("irforge", "(a) irforge Evaluator, 6 default measures",
-                                           lambda: Evaluator().evaluate(qrels, run, DEFAULT_MEASURES, options))
+    plan = [("irforge", "(a) irforge Evaluator, 6 default measures",
+             lambda: Evaluator().evaluate(qrels, run, DEFAULT_MEASURES, options))]
     if not args.no_breakdown:
-        record("irforge_five", "(a') irforge Evaluator, same 5 measures (no Judged@10)",
-               lambda: Evaluator().evaluate(qrels, run, FIVE_MEASURES, options))
-    (plain_aggregate, plain_per_query), _ = record("pytrec_eval", "(b) plain pytrec_eval, 5 measures", lambda: plain_pytrec_eval(qrels, run))
-    (rr10_aggregate, rr10_per_query), _ = record("pytrec_eval_rr10", "(c) pytrec_eval + manual truncation, RR@10", lambda: plain_rr_at_10(qrels, run))
+        plan.append(("irforge_five", "(a') irforge Evaluator, same 5 measures (no Judged@10)",
+                     lambda: Evaluator().evaluate(qrels, run, FIVE_MEASURES, options)))
+    plan += [("pytrec_eval", "(b) plain pytrec_eval, 5 measures", lambda: plain_pytrec_eval(qrels, run)),
+             ("pytrec_eval_rr10", "(c) pytrec_eval + manual truncation, RR@10", lambda: plain_rr_at_10(qrels, run))]
+
+    # Memory first, each variant once in a forked child of this same process state (inputs built,
+    # nothing timed yet), so that no variant reuses memory an earlier one freed.
+    peaks = {name: None if args.no_memory else extra_peak_mib(function) for name, _, function in plan}
+    results = {}
+    for name, label, function in plan:
+        results[name], seconds = measure(function, args.repeat)
+        variants[name] = {"label": label, "seconds": seconds, "best_s": min(seconds), "extra_peak_mib": peaks[name]}
+        memory = "" if peaks[name] is None else f"; extra peak {peaks[name]:,.0f} MiB"
+        print(f"  {label}: best {min(seconds):.2f} s of {', '.join(f'{s:.2f}' for s in seconds)}{memory}", flush=True)
+    irforge_result = results["irforge"]
+    plain_aggregate, plain_per_query = results["pytrec_eval"]
+    rr10_aggregate, rr10_per_query = results["pytrec_eval_rr10"]
     for name in variants:
         variants[name]["queries_per_s"] = args.queries / variants[name]["best_s"]
 
@@ -179,7 +188,7 @@ def main() -> None:
         rows.append([v["label"], v["best_s"], v["queries_per_s"], v["best_s"] / base, v["best_s"] / base_bc, v["extra_peak_mib"]])
     rows.append(["(b)+(c) plain pytrec_eval, 5 measures with RR@10", base_bc, args.queries / base_bc, base_bc / base, 1.0, None])
     print(table(["variant", "seconds", "queries/s", "/ (b)", "/ (b)+(c)", "extra peak MiB"], rows))
-    print(f"(peak memory: {memory_method}, above what was resident before the variant's first run)")
+    print(f"(extra peak memory: {MEMORY_METHOD}; the run and qrels themselves take about {resident:,.0f} MiB)")
 
     print("\nValues (mean over queries)")
     print(table(["measure", "compared with", "irforge", "plain", "|diff| mean", "max |diff| per query"],
@@ -194,7 +203,8 @@ def main() -> None:
         "parameters": vars(args),
         "data": {"entries": n_entries, "judgements": n_judgements, "judged_not_retrieved": judged_not_retrieved,
                  "queries_tied_at_top10_boundary": ties, "build_seconds": build_seconds, **stats},
-        "memory_method": memory_method,
+        "memory_method": None if args.no_memory else MEMORY_METHOD,
+        "resident_mib_after_build": resident,
         "variants": variants,
         "ratios": {"irforge_over_pytrec_eval": ratio, "irforge_over_pytrec_eval_plus_truncation": variants["irforge"]["best_s"] / base_bc},
         "values": comparisons,

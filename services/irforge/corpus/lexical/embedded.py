@@ -265,4 +265,5 @@ class EmbeddedBackend(LexicalBackend):
             matching = matching[scores[matching] >= threshold]  # keeps every tie at the boundary
         order = np.lexsort((-loaded.id_rank[matching], -scores[matching]))[:k]
         chosen = matching[order]
-        return [Hit(str(loaded.doc_ids[i]), float(scores[i])) for i in chosen]
+        # Whole-array conversions: indexing numpy element by element costs more than the search.
+        return list(map(Hit, loaded.doc_ids[chosen].tolist(), scores[chosen].astype(np.float64).tolist()))
