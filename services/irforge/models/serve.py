@@ -11,7 +11,8 @@ when its replica dies mid-call.
 Design notes (figures: benchmarks/encoder_throughput.py and its results JSON)
   - One call carries one batch (tens to hundreds of texts). Serve's per-request cost is paid per
     batch, so with calls of 100 texts the handle path stays close to in-process speed.
-  - No @serve.batch. Callers already send batches big enough to keep the CPU busy (MiniLM's
+  - No @serve.batch by default (EncoderDeploymentConfig.max_batch_size = 1; > 1 turns merging on,
+    with batch_wait_timeout_s). Callers already send batches big enough to keep the CPU busy (MiniLM's
     throughput is flat above ~32 texts per forward pass); merging concurrent batches would add
     `batch_wait_timeout_s` of latency, need list-of-lists splitting, and change which texts share
     a padded forward pass (vectors then differ from in-process ones in the last bits). Many tiny
@@ -33,6 +34,7 @@ Design notes (figures: benchmarks/encoder_throughput.py and its results JSON)
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import contextlib
 import dataclasses
@@ -86,6 +88,11 @@ class EncoderDeploymentConfig:
     num_gpus: float = 0.0                # set the EncoderSpec's device accordingly (None picks CUDA)
     max_ongoing_requests: int = 4        # calls queued at a replica; >= the clients' calls in flight
     torch_threads: int | None = None     # None: torch's default (= OMP_NUM_THREADS = num_cpus)
+    # Merging concurrent calls (@serve.batch): off by default (see the module notes); > 1 lets
+    # Serve merge up to this many in-flight calls into one forward pass, waiting at most
+    # batch_wait_timeout_s for company. Worth it only for clients that send small batches.
+    max_batch_size: int = 1
+    batch_wait_timeout_s: float = 0.0
     health_check_period_s: float = 10.0
     health_check_timeout_s: float = 30.0
     graceful_shutdown_timeout_s: float = 5.0
@@ -118,20 +125,39 @@ class EncoderDeploymentConfig:
 class EncoderDeployment:
     """One EncoderCore per replica. `encode` takes a whole batch per call."""
 
-    def __init__(self, spec: EncoderSpec, torch_threads: int | None = None):
+    def __init__(self, spec: EncoderSpec, torch_threads: int | None = None, max_batch_size: int = 1,
+                 batch_wait_timeout_s: float = 0.0):
         if torch_threads:
             import torch
 
             torch.set_num_threads(torch_threads)
         self.core = EncoderCore(spec)
         self._lock = threading.Lock()  # one forward pass at a time (see the module notes)
+        self.merging = {"max_batch_size": max_batch_size, "batch_wait_timeout_s": batch_wait_timeout_s}
+        if max_batch_size > 1:
+            self.encode_merged.set_max_batch_size(max_batch_size)
+            self.encode_merged.set_batch_wait_timeout_s(batch_wait_timeout_s)
 
     def encode(self, texts: list[str], role: str) -> np.ndarray:
         with self._lock:
             return self.core.encode(list(texts), TextRole(role))
 
+    @serve.batch(max_batch_size=2, batch_wait_timeout_s=0.0)
+    async def encode_merged(self, texts_per_call: list[list[str]], roles: list[str]) -> list[np.ndarray]:
+        """Calls Serve merged: one forward pass per role over all their texts, split back per call."""
+        answers: list[np.ndarray | None] = [None] * len(texts_per_call)
+        for role in dict.fromkeys(roles):
+            members = [i for i, r in enumerate(roles) if r == role]
+            vectors = await asyncio.to_thread(self.encode, [t for i in members for t in texts_per_call[i]], role)
+            start = 0
+            for i in members:
+                answers[i] = vectors[start:start + len(texts_per_call[i])]
+                start += len(texts_per_call[i])
+        return answers
+
     def describe(self) -> dict:
-        return {**self.core.describe(), "identity": self.core.identity, "replica": _replica_info()}
+        return {**self.core.describe(), "identity": self.core.identity, "replica": _replica_info(),
+                "merging": self.merging}
 
     # Serve's gRPC proxy calls the method named like the RPC with the request message. Measured
     # and not the recommended door (see irforge.models.server); kept so the proxy can be used.
@@ -248,11 +274,14 @@ def start_encoder_app(spec: EncoderSpec, config: EncoderDeploymentConfig = Encod
     problem) or the Serve error. `route_prefix=None` (the default) keeps the app off Serve's
     proxies (handles only); give one (e.g. "/") to reach it through Serve's HTTP/gRPC proxy.
     """
+    if config.max_batch_size < 1 or config.batch_wait_timeout_s < 0:
+        raise ValueError("max_batch_size must be >= 1 and batch_wait_timeout_s >= 0")
     validate_spec(spec)
     if not ray.is_initialized():
         start_local_ray()
     config = config.resolved()
-    app = EncoderDeployment.options(**config.deployment_options()).bind(spec, config.torch_threads)
+    app = EncoderDeployment.options(**config.deployment_options()).bind(
+        spec, config.torch_threads, config.max_batch_size, config.batch_wait_timeout_s)
     try:
         return serve.run(app, name=name, route_prefix=route_prefix)
     except RuntimeError as error:
@@ -286,6 +315,9 @@ class RayEncoder:
         self._description = self._call(lambda: self._handle.describe.remote(), "describe")
         self.name = self._description["model"]
         self.dimension = int(self._description["dimension"])
+        # A deployment that merges calls is reached through its @serve.batch method.
+        merging = self._description.get("merging", {}).get("max_batch_size", 1) > 1
+        self._method = self._handle.encode_merged if merging else self._handle.encode
 
     @property
     def identity(self) -> dict:
@@ -320,7 +352,7 @@ class RayEncoder:
                 if batch is None:
                     return
                 batch = list(batch)
-                pending.append((batch, self._handle.encode.remote(batch, role.value)))
+                pending.append((batch, self._method.remote(batch, role.value)))
 
         fill()
         while pending:
@@ -337,7 +369,7 @@ class RayEncoder:
             yield vectors
 
     def _encode_call(self, texts: list[str], role: TextRole) -> np.ndarray:
-        vectors = self._call(lambda: self._handle.encode.remote(texts, role.value), f"a batch of {len(texts)} texts")
+        vectors = self._call(lambda: self._method.remote(texts, role.value), f"a batch of {len(texts)} texts")
         check_vectors(vectors, len(texts), self.dimension, f"encoder deployment {self.app_name}")
         return vectors
 
