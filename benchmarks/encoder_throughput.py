@@ -175,6 +175,8 @@ def main() -> None:
                         help="rounds over all legs, interleaved (a burst of other work hits every leg alike); "
                              "each leg's best round is reported")
     parser.add_argument("--num-cpus", type=float, default=2, help="the replica's num_cpus (its torch threads)")
+    parser.add_argument("--worker-niceness", type=int, default=None,
+                        help="Ray workers' nice level (Ray's default: 15; 0 = the driver's priority)")
     parser.add_argument("--no-proxy", action="store_true", help="skip Serve's gRPC proxy (it binds [::])")
     args = parser.parse_args()
 
@@ -222,9 +224,9 @@ def main() -> None:
         started = time.perf_counter()
         proxy_port = free_port()
         if args.no_proxy:
-            start_local_ray(num_cpus=2)
+            start_local_ray(num_cpus=2, worker_niceness=args.worker_niceness)
         else:  # Serve's options are cluster-scoped: the proxy is configured when Serve starts
-            start_local_ray(num_cpus=2, proxy_location="HeadOnly",
+            start_local_ray(num_cpus=2, worker_niceness=args.worker_niceness, proxy_location="HeadOnly",
                             http_options={"host": "127.0.0.1", "port": free_port()},
                             grpc_options={"port": proxy_port, "grpc_servicer_functions": [
                                 "irforge.v1.models_pb2_grpc.add_EncoderServicer_to_server"]})
@@ -233,7 +235,8 @@ def main() -> None:
         encoder = RayEncoder(handle)
         replica = encoder.describe()["replica"]
         print(f"  (Ray + Serve + replica up in {startup['ray_serve_replica_s']} s; replica pid {replica['pid']}: "
-              f"torch threads {replica['torch_threads']}, OMP_NUM_THREADS={replica['omp_num_threads']})", flush=True)
+              f"torch threads {replica['torch_threads']}, OMP_NUM_THREADS={replica['omp_num_threads']}, "
+              f"nice {replica['niceness']})", flush=True)
 
         _, tree_before = cpu_snapshot()
         time.sleep(10)
@@ -292,6 +295,7 @@ def main() -> None:
         replica = RayEncoder(handle).describe()["replica"]
         memory["replica_peak_rss_mib"] = replica.get("peak_rss_mib")
         memory["replica_torch_threads"] = replica["torch_threads"]
+        memory["replica_niceness"] = replica["niceness"]
         memory["ray_processes_rss_mib"] = ray_rss_mib()
         memory["driver_peak_rss_mib"] = round((status_kib("VmHWM") or 0) / 1024, 1)
         memory["driver_rss_mib"] = rss_mib()
@@ -328,7 +332,7 @@ def main() -> None:
     path = write_results(__file__, {
         "parameters": {"dataset": str(args.dataset), "docs": len(texts), "mean_words": round(words, 1),
                        "batch_size": args.batch_size, "rounds": args.rounds, "model": MODEL,
-                       "replica": {"num_replicas": 1, "num_cpus": args.num_cpus,
+                       "replica": {"num_replicas": 1, "num_cpus": args.num_cpus, "worker_niceness": args.worker_niceness,
                                    "max_ongoing_requests": config.max_ongoing_requests},
                        "proxy": not args.no_proxy},
         "versions": versions(),
