@@ -146,3 +146,23 @@ def test_dense_through_running_services_matches_in_process(subset_dense, scifact
     assert remote["retriever"]["encoder"]["model"] == subset_dense["retriever"]["encoder"]["model"]
     for name, value in subset_dense["metrics"].items():
         assert remote["metrics"][name] == pytest.approx(value, abs=1e-6), name
+
+
+def test_an_empty_document_is_reported_not_encoded(scifact_tiny, tmp_path):
+    """A document with neither title nor text gets a per-document error naming it, is never
+    encoded (its vector would be noise that scores against every query) and never retrieved;
+    every other document is encoded and the run goes on."""
+    import shutil
+
+    dataset = tmp_path / "with-empty"
+    shutil.copytree(scifact_tiny, dataset)
+    with open(dataset / "corpus.jsonl", "a") as corpus:
+        corpus.write(json.dumps({"_id": "empty-doc", "title": "", "text": "  "}) + "\n")
+    documents = sum(1 for _ in open(dataset / "corpus.jsonl"))
+    own = {"--embedding-cache": tmp_path / "cache.sqlite3", "--vector-dir": tmp_path / "vectors", "--index-dir": tmp_path / "bm25"}
+    results = run_eval(dataset, tmp_path / "out", own, "--retriever", "dense", "--model", "all-MiniLM-L6-v2")
+    counts = results["counts"]
+    assert counts["documents_failed"] == 1
+    assert counts["document_errors"] == ["empty-doc: document has neither title nor text; not encoded"]
+    assert counts["documents_encoded"] == documents - 1
+    assert "empty-doc" not in (tmp_path / "out" / "run.trec").read_text()
