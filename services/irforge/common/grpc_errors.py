@@ -14,6 +14,7 @@ from irforge.endpoints.errors import (EndpointAnswerError, EndpointError, Endpoi
                                       RequestBudgetExhausted)
 from irforge.evaluator.core import EvaluationError
 from irforge.evaluator.measures import MeasureError
+from irforge.judge.errors import JudgeError, JudgeRequestError, JudgeSpecError, JudgeStoreError, TokenBudgetExhausted
 from irforge.models.errors import EncodingError, ModelNotFound, RerankError, RerankerUnavailable
 
 # Most specific first. Clients turn a code back into the first type listed for it.
@@ -37,6 +38,12 @@ _ERRORS: list[tuple[type[Exception], grpc.StatusCode]] = [
     (EndpointUnavailable, grpc.StatusCode.UNAVAILABLE),
     (RequestBudgetExhausted, grpc.StatusCode.RESOURCE_EXHAUSTED),
     (EndpointError, grpc.StatusCode.FAILED_PRECONDITION),
+    # The judge: a malformed spec or request, a spent token budget, an unusable store.
+    (JudgeSpecError, grpc.StatusCode.INVALID_ARGUMENT),
+    (JudgeRequestError, grpc.StatusCode.INVALID_ARGUMENT),
+    (TokenBudgetExhausted, grpc.StatusCode.RESOURCE_EXHAUSTED),
+    (JudgeStoreError, grpc.StatusCode.FAILED_PRECONDITION),
+    (JudgeError, grpc.StatusCode.FAILED_PRECONDITION),
     (ValueError, grpc.StatusCode.INVALID_ARGUMENT),
 ]
 

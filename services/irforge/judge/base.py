@@ -32,7 +32,8 @@ DEFAULT_RELEVANT_FROM = 2
 
 
 def text_sha256(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    # surrogatepass: lone surrogates are legal in JSON (corpus files) and must hash, not crash.
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def identity_sha256(identity: dict[str, str]) -> str:

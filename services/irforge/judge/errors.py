@@ -1,0 +1,27 @@
+"""Judge errors: each names what was wrong and where (the spec file and key, the pair, the record).
+
+A pair the judge could not label is never an error: it is a Judgement whose verdict says
+UNPARSED or FAILED. These types are for input that cannot be judged at all.
+"""
+
+from __future__ import annotations
+
+
+class JudgeError(RuntimeError):
+    """Base class for judge problems a user can act on."""
+
+
+class JudgeSpecError(JudgeError, ValueError):
+    """A judge spec or prompt template is malformed (names the file and the key)."""
+
+
+class JudgeRequestError(JudgeError, ValueError):
+    """A judge request is malformed (names the pair by position and ids)."""
+
+
+class JudgeStoreError(JudgeError):
+    """The judgement store cannot be opened or is not an irforge judgement store."""
+
+
+class TokenBudgetExhausted(JudgeError):
+    """The judge spent its `token_budget` (prompt + completion tokens): further pairs are not sent."""

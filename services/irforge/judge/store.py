@@ -1,0 +1,287 @@
+"""The judgement store: every judgement ever made, with provenance, in one SQLite file.
+
+    store = JudgementStore(path)              # default_store_path() when None
+    found = store.lookup(pairs, judge_id)     # the latest LABELLED judgement per pair, or None
+    saved = store.record(judgements, pairs, identity)   # rows written; record_id set on each
+    store.get_record(record_id)               # one row back, e.g. behind a judged qrels line
+
+Keyed by (sha256 of the query text, sha256 of the document text, judge_id): the same texts
+under other ids reuse the label, and a changed prompt, model or threshold set (a new judge_id)
+asks again.
+
+Append-only: each judgement is a new row and its row id is its `record_id`, so a qrels line that
+points at a record keeps pointing at the same provenance even after the pair is judged again.
+Lookups return the LATEST row of the key.
+
+Only LABELLED judgements are reused. UNPARSED and FAILED ones are recorded for audit (what the
+judge said, why it failed, what it cost) but asked again next time: a timeout or a budget spent
+yesterday says nothing about the pair, and an unparsed answer may parse on a second try.
+
+Where: --store PATH, else $IRFORGE_JUDGE_STORE, else platformdirs.user_data_dir("irforge")/
+judge/judgements.sqlite3 (a data dir, not a cache dir: labels cost money and are evidence).
+
+Concurrency: WAL mode; one connection per thread; several processes may share the file (SQLite
+serialises writers, a busy timeout makes them wait). Each record() is one transaction: after it
+returns the rows survive a kill; a kill during it leaves none of them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+
+import platformdirs
+
+from irforge.judge.base import Judgement, JudgePair, Verdict, identity_sha256, text_sha256
+from irforge.judge.errors import JudgeStoreError
+
+STORE_ENV = "IRFORGE_JUDGE_STORE"
+SCHEMA_VERSION = 1
+BUSY_TIMEOUT_S = 60.0
+LOOKUP_CHUNK = 300          # keys per lookup query (3 host parameters each; SQLite allows 32766)
+
+_SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS judges (
+        judge_id  TEXT PRIMARY KEY,
+        identity  TEXT NOT NULL            -- JSON: backend, model, template_sha256, ...
+    )""",
+    """CREATE TABLE IF NOT EXISTS judgements (
+        record_id         INTEGER PRIMARY KEY AUTOINCREMENT,
+        query_sha256      TEXT    NOT NULL,
+        document_sha256   TEXT    NOT NULL,
+        judge_id          TEXT    NOT NULL REFERENCES judges (judge_id),
+        query_id          TEXT    NOT NULL,
+        doc_id            TEXT    NOT NULL,
+        verdict           TEXT    NOT NULL CHECK (verdict IN ('labelled', 'unparsed', 'failed')),
+        label             INTEGER CHECK (label BETWEEN 0 AND 3),
+        score             REAL,
+        raw_output        TEXT    NOT NULL,
+        backend           TEXT    NOT NULL,
+        model             TEXT    NOT NULL,
+        template_sha256   TEXT    NOT NULL,
+        calls             INTEGER NOT NULL,
+        prompt_tokens     INTEGER NOT NULL,
+        completion_tokens INTEGER NOT NULL,
+        cost_usd          REAL    NOT NULL,
+        error             TEXT    NOT NULL,
+        created_at        TEXT    NOT NULL,
+        CHECK ((verdict = 'labelled') = (label IS NOT NULL))
+    )""",
+    """CREATE INDEX IF NOT EXISTS judgements_key
+        ON judgements (query_sha256, document_sha256, judge_id, verdict, record_id)""",
+)
+_COLUMNS = ("record_id", "query_sha256", "document_sha256", "judge_id", "query_id", "doc_id", "verdict", "label",
+            "score", "raw_output", "backend", "model", "template_sha256", "calls", "prompt_tokens",
+            "completion_tokens", "cost_usd", "error", "created_at")
+
+
+def default_store_path() -> Path:
+    """$IRFORGE_JUDGE_STORE, else the user data dir: ~/.local/share/irforge/judge/judgements.sqlite3."""
+    configured = os.environ.get(STORE_ENV)
+    if configured:
+        return Path(configured).expanduser()
+    return Path(platformdirs.user_data_dir("irforge")) / "judge" / "judgements.sqlite3"
+
+
+def resolve_store_path(path: str | os.PathLike[str] | None) -> Path:
+    """--store PATH when given, else default_store_path()."""
+    return Path(path).expanduser() if path is not None else default_store_path()
+
+
+def pair_key(pair: JudgePair) -> tuple[str, str]:
+    return text_sha256(pair.query), text_sha256(pair.document)
+
+
+class JudgementStore:
+    def __init__(self, path: str | os.PathLike[str] | None = None, *, timeout: float = BUSY_TIMEOUT_S):
+        self.path = resolve_store_path(path)
+        self.timeout = timeout
+        self._local = threading.local()
+        self._connections: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
+        self._closed = False
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise JudgeStoreError(f"cannot create the judgement store folder {self.path.parent}: {error}") from None
+        self._setup(self._connection())
+
+    # -- connections ------------------------------------------------------------------------
+    def _connection(self) -> sqlite3.Connection:
+        if self._closed:
+            raise JudgeStoreError(f"judgement store {self.path} is closed")
+        connection = getattr(self._local, "connection", None)
+        if connection is not None and self._local.pid == os.getpid():  # a forked child opens its own
+            return connection
+        try:
+            # Autocommit; writes are explicit BEGIN IMMEDIATE transactions. check_same_thread=False
+            # only so close() can close every thread's connection.
+            connection = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None,
+                                         check_same_thread=False)
+        except sqlite3.Error as error:
+            raise JudgeStoreError(f"cannot open the judgement store {self.path}: {error}") from None
+        connection.row_factory = sqlite3.Row
+        self._local.connection, self._local.pid = connection, os.getpid()
+        with self._lock:
+            self._connections.append(connection)
+        return connection
+
+    def _setup(self, connection: sqlite3.Connection) -> None:
+        try:
+            mode = connection.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            if str(mode).lower() != "wal":
+                raise JudgeStoreError(f"judgement store {self.path}: cannot switch to WAL mode (got {mode!r})")
+            version = connection.execute("PRAGMA user_version").fetchone()[0]
+            if version == SCHEMA_VERSION:
+                return
+            if version != 0:
+                raise JudgeStoreError(f"judgement store {self.path} has schema version {version}; this irforge reads "
+                                      f"{SCHEMA_VERSION} (the labels in it are evidence: keep the file, use --store "
+                                      f"or ${STORE_ENV} to point elsewhere)")
+            connection.execute("BEGIN IMMEDIATE")
+            try:
+                tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+                if tables - {"judges", "judgements", "sqlite_sequence"}:
+                    raise JudgeStoreError(f"{self.path} is an SQLite file but not an irforge judgement store "
+                                          f"(tables: {', '.join(sorted(tables))})")
+                for statement in _SCHEMA:
+                    connection.execute(statement)
+                connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+                connection.execute("COMMIT")
+            except BaseException:
+                connection.execute("ROLLBACK")
+                raise
+        except sqlite3.DatabaseError as error:
+            raise JudgeStoreError(f"judgement store {self.path} is unusable: {error}") from None
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            connections, self._connections = self._connections, []
+        for connection in connections:
+            try:
+                connection.close()
+            except sqlite3.Error:
+                pass
+
+    def __enter__(self) -> JudgementStore:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    # -- reading ----------------------------------------------------------------------------
+    def lookup(self, pairs: Sequence[JudgePair], judge_id: str) -> list[Judgement | None]:
+        """Per pair, the latest LABELLED judgement of its texts by this judge (None if there is none),
+        carrying the pair's own ids, from_store=True and this call's spend: calls, tokens and cost 0
+        (the record keeps what it cost then; get_record shows it)."""
+        keys = [pair_key(pair) for pair in pairs]
+        latest: dict[tuple[str, str], sqlite3.Row] = {}
+        unique = list(dict.fromkeys(keys))
+        connection = self._connection()
+        try:
+            for start in range(0, len(unique), LOOKUP_CHUNK):
+                chunk = unique[start:start + LOOKUP_CHUNK]
+                wanted = " OR ".join("(query_sha256 = ? AND document_sha256 = ?)" for _ in chunk)
+                rows = connection.execute(
+                    f"SELECT * FROM judgements WHERE judge_id = ? AND verdict = 'labelled' AND ({wanted}) "
+                    f"ORDER BY record_id", [judge_id, *(value for key in chunk for value in key)]).fetchall()
+                for row in rows:  # ascending: the last one seen per key is the latest
+                    latest[(row["query_sha256"], row["document_sha256"])] = row
+        except sqlite3.DatabaseError as error:
+            raise JudgeStoreError(f"judgement store {self.path}: lookup failed: {error}") from None
+        found: list[Judgement | None] = []
+        for pair, key in zip(pairs, keys):
+            row = latest.get(key)
+            found.append(None if row is None else replace(
+                _judgement(row), query_id=pair.query_id, doc_id=pair.doc_id, calls=0, prompt_tokens=0,
+                completion_tokens=0, cost_usd=0.0, from_store=True))
+        return found
+
+    def get_record(self, record_id: int) -> Judgement | None:
+        """The judgement stored as `record_id` exactly as recorded (its own ids, calls and cost)."""
+        try:
+            row = self._connection().execute("SELECT * FROM judgements WHERE record_id = ?", (int(record_id),)).fetchone()
+        except sqlite3.DatabaseError as error:
+            raise JudgeStoreError(f"judgement store {self.path}: reading record {record_id} failed: {error}") from None
+        return None if row is None else _judgement(row)
+
+    def record_keys(self, record_id: int) -> tuple[str, str] | None:
+        """(query_sha256, document_sha256) of a record: which texts it judged."""
+        row = self._connection().execute(
+            "SELECT query_sha256, document_sha256 FROM judgements WHERE record_id = ?", (int(record_id),)).fetchone()
+        return None if row is None else (row[0], row[1])
+
+    def judge_identity(self, judge_id: str) -> dict[str, str] | None:
+        row = self._connection().execute("SELECT identity FROM judges WHERE judge_id = ?", (judge_id,)).fetchone()
+        return None if row is None else json.loads(row[0])
+
+    def count(self, judge_id: str | None = None, verdict: Verdict | None = None) -> int:
+        clauses, values = [], []
+        if judge_id is not None:
+            clauses.append("judge_id = ?")
+            values.append(judge_id)
+        if verdict is not None:
+            clauses.append("verdict = ?")
+            values.append(Verdict(verdict).value)
+        where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
+        return self._connection().execute(f"SELECT COUNT(*) FROM judgements{where}", values).fetchone()[0]
+
+    # -- writing ----------------------------------------------------------------------------
+    def record(self, judgements: Sequence[Judgement], pairs: Sequence[JudgePair],
+               identity: dict[str, str]) -> list[Judgement]:
+        """Write one row per judgement (of the pair at the same position) in one transaction;
+        return the judgements with their record_id. Judgements from the store are not written again."""
+        if len(judgements) != len(pairs):
+            raise ValueError(f"record: {len(judgements)} judgements for {len(pairs)} pairs")
+        judge_id = identity_sha256(identity)
+        for judgement in judgements:
+            if judgement.judge_id != judge_id:
+                raise JudgeStoreError(f"judgement of ({judgement.query_id}, {judgement.doc_id}) carries judge_id "
+                                      f"{judgement.judge_id[:12]}..., not the identity's {judge_id[:12]}...")
+        connection = self._connection()
+        saved: list[Judgement] = []
+        try:
+            connection.execute("BEGIN IMMEDIATE")
+            try:
+                connection.execute("INSERT OR IGNORE INTO judges (judge_id, identity) VALUES (?, ?)",
+                                   (judge_id, json.dumps(identity, sort_keys=True)))
+                for judgement, pair in zip(judgements, pairs):
+                    if judgement.from_store:
+                        saved.append(judgement)
+                        continue
+                    query_sha256, document_sha256 = pair_key(pair)
+                    cursor = connection.execute(
+                        f"INSERT INTO judgements ({', '.join(_COLUMNS[1:])}) VALUES ({', '.join('?' * (len(_COLUMNS) - 1))})",
+                        (query_sha256, document_sha256, judge_id, judgement.query_id, judgement.doc_id,
+                         judgement.verdict.value, judgement.label, judgement.score, judgement.raw_output,
+                         judgement.backend, judgement.model, judgement.template_sha256, judgement.calls,
+                         judgement.prompt_tokens, judgement.completion_tokens, judgement.cost_usd,
+                         judgement.error, judgement.created_at))
+                    saved.append(replace(judgement, record_id=cursor.lastrowid))
+                connection.execute("COMMIT")
+            except BaseException:
+                connection.execute("ROLLBACK")
+                raise
+        except sqlite3.IntegrityError as error:
+            raise JudgeStoreError(f"judgement store {self.path}: a judgement breaks the store's rules ({error}); "
+                                  f"nothing of this batch was written") from None
+        except sqlite3.DatabaseError as error:
+            raise JudgeStoreError(f"judgement store {self.path}: writing failed ({error}); nothing of this batch "
+                                  f"was written") from None
+        return saved
+
+
+def _judgement(row: sqlite3.Row) -> Judgement:
+    return Judgement(
+        query_id=row["query_id"], doc_id=row["doc_id"], verdict=Verdict(row["verdict"]), label=row["label"],
+        raw_output=row["raw_output"], backend=row["backend"], model=row["model"],
+        template_sha256=row["template_sha256"], judge_id=row["judge_id"], calls=row["calls"],
+        prompt_tokens=row["prompt_tokens"], completion_tokens=row["completion_tokens"], cost_usd=row["cost_usd"],
+        score=row["score"], error=row["error"], created_at=row["created_at"], record_id=row["record_id"],
+        from_store=True)
