@@ -167,9 +167,20 @@ def test_tokens_and_cost_are_accounted_from_usage(make_judge, scripted_chat, sci
     scripted_chat.script(scripted.answer("x", prompt_tokens=1000, completion_tokens=7),
                          scripted.answer("2", prompt_tokens=1200, completion_tokens=3),
                          scripted.answer("3", prompt_tokens=900, completion_tokens=2))
-    judgements = make_judge(max_concurrency=1, price_per_million_prompt_tokens=0.5,
-                            price_per_million_completion_tokens=2.0).judge(pairs)
+    from prometheus_client import REGISTRY
+
+    def exported(name, **labels):
+        return REGISTRY.get_sample_value(name, labels) or 0.0
+
+    before = (exported("irforge_judge_tokens_total", kind="prompt"), exported("irforge_judge_cost_usd_total"))
+    judge = make_judge(max_concurrency=1, price_per_million_prompt_tokens=0.5, price_per_million_completion_tokens=2.0)
+    calls_before = exported("irforge_judge_calls_total", backend="openai-chat", model=judge.spec.model)
+    judgements = judge.judge(pairs)
     first, second = judgements
+    # The Prometheus counters (what ops watch) agree with the per-judgement accounting.
+    assert exported("irforge_judge_calls_total", backend="openai-chat", model=judge.spec.model) - calls_before == 3
+    assert exported("irforge_judge_tokens_total", kind="prompt") - before[0] == 3100
+    assert exported("irforge_judge_cost_usd_total") - before[1] == pytest.approx((3100 * 0.5 + 12 * 2.0) / 1e6)
     assert (first.prompt_tokens, first.completion_tokens, first.calls, first.label) == (2200, 10, 2, 2)
     assert first.cost_usd == pytest.approx((2200 * 0.5 + 10 * 2.0) / 1e6)
     assert (second.prompt_tokens, second.completion_tokens) == (900, 2)

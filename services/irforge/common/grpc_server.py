@@ -1,8 +1,11 @@
 """One way to stand up an irforge gRPC server: the services, plus standard health checking
-(grpc.health.v1) and server reflection, so grpcurl, grpc_health_probe and Kubernetes probes work."""
+(grpc.health.v1) and server reflection, so grpcurl, grpc_health_probe and Kubernetes probes work,
+and request ids, metrics and request logs (irforge.common.grpc_interceptors) on every call.
+One way to open a channel to one: message size limits, retries of UNAVAILABLE, request ids passed on."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from concurrent import futures
 from dataclasses import dataclass
@@ -11,12 +14,38 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from irforge.common.grpc_interceptors import ClientTelemetry, ServerTelemetry
+
 # Runs and batches of documents can be large; chunked streams keep messages well under this.
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 CHANNEL_OPTIONS = [
     ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
     ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
 ]
+
+# Channel-level retries for transient transport failures: a server restarting, a pod being
+# rescheduled, a connection refused for a moment. Only UNAVAILABLE is retried because it is the one
+# code that says the call was not processed (not reached, refused, or rejected before any work), so
+# retrying is safe even for calls that are not idempotent (Ingest, UpsertVectors, SubmitJob);
+# DEADLINE_EXCEEDED, INTERNAL or ABORTED may come after the work was done, and are the caller's call.
+# gRPC retries only until the first response arrives, so a stream is never replayed mid-way.
+RETRY_POLICY = {
+    "maxAttempts": 4,
+    "initialBackoff": "0.2s",      # attempt n waits a random time up to min(0.2 * 2**(n-1), 2) s
+    "maxBackoff": "2s",
+    "backoffMultiplier": 2,
+    "retryableStatusCodes": ["UNAVAILABLE"],
+}
+# A team's Retriever or Reranker endpoint is called through irforge.endpoints' RobustCaller, which
+# retries with its own backoff and counts every attempt against the request budget: channel
+# retries under it would multiply attempts behind its back, so those services get none.
+SELF_RETRYING_SERVICES = ("irforge.v1.Retriever", "irforge.v1.Reranker")
+SERVICE_CONFIG = json.dumps({
+    "methodConfig": [
+        {"name": [{}], "retryPolicy": RETRY_POLICY},   # {}: every method without a closer match
+        {"name": [{"service": name} for name in SELF_RETRYING_SERVICES]},
+    ],
+})
 
 
 @dataclass(frozen=True)
@@ -39,7 +68,8 @@ class RunningServer:
 
 def start_server(bindings: list[ServiceBinding], host: str = "127.0.0.1", port: int = 0, max_workers: int = 8) -> RunningServer:
     """Start serving `bindings` on host:port (port 0 picks a free one); returns once listening."""
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers), options=CHANNEL_OPTIONS)
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers), options=CHANNEL_OPTIONS,
+                         interceptors=[ServerTelemetry()])
     health_servicer = health.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     for binding in bindings:
@@ -56,7 +86,8 @@ def start_server(bindings: list[ServiceBinding], host: str = "127.0.0.1", port: 
 
 
 def open_channel(address: str) -> grpc.Channel:
-    return grpc.insecure_channel(address, options=CHANNEL_OPTIONS)
+    options = [*CHANNEL_OPTIONS, ("grpc.service_config", SERVICE_CONFIG), ("grpc.enable_retries", 1)]
+    return grpc.intercept_channel(grpc.insecure_channel(address, options=options), ClientTelemetry())
 
 
 def wait_until_serving(address: str, service: str = "", timeout: float = 10.0) -> None:

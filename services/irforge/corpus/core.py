@@ -7,6 +7,7 @@ from collections.abc import Iterable, Iterator
 import numpy as np
 
 from irforge.common.iterables import chunked
+from irforge.common.metrics import DOCUMENTS_INGESTED
 from irforge.corpus.errors import CorpusError, CorpusNotFound
 from irforge.corpus.lexical.base import CorpusInfo, Hit, IngestProgress, LexicalBackend
 from irforge.corpus.settings import Bm25Settings
@@ -41,7 +42,7 @@ class CorpusService:
         return self.backend.delete(corpus_id)
 
     def ingest(self, corpus_id: str, batches: Iterable[list[Document]]) -> Iterator[IngestProgress]:
-        return self.backend.ingest(corpus_id, batches)
+        return _counting_indexed(self.backend.ingest(corpus_id, batches), self.backend.name)
 
     def search(self, corpus_id: str, query: Query, k: int) -> list[Hit]:
         return self.backend.search(corpus_id, [query], k)[0]
@@ -96,3 +97,15 @@ class CorpusService:
         self.backend.close()
         if self.vectors is not None:
             self.vectors.close()
+
+
+def _counting_indexed(reports: Iterator[IngestProgress], backend: str) -> Iterator[IngestProgress]:
+    """Pass the backend's progress reports through, adding each report's newly indexed documents
+    to irforge_documents_ingested_total (reports carry running counts, so count the growth)."""
+    counter = DOCUMENTS_INGESTED.labels(backend=backend)
+    counted = 0
+    for report in reports:
+        if report.indexed > counted:
+            counter.inc(report.indexed - counted)
+            counted = report.indexed
+        yield report

@@ -22,6 +22,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from irforge.common.iterables import chunked
+from irforge.common.metrics import DOCUMENTS_ENCODED
 from irforge.models.cache import EmbeddingCache, text_hash
 from irforge.models.encoder import TextRole, check_vectors
 from irforge.pipeline.progress import ProgressFactory
@@ -75,6 +76,9 @@ class CachedEncoding(Iterator[tuple[list[str], np.ndarray]]):
         self.encoder_key = str(encoder.identity_key)   # read once: EncoderCore computes it per access
         self.dimension = int(encoder.dimension)
         self.stats = EncodingStats()
+        # Documents (not queries) the encoder really encodes, for irforge_documents_encoded_total.
+        self._encoded_counter = (DOCUMENTS_ENCODED.labels(model=_model_name(encoder))
+                                 if self.role == TextRole.PASSAGE else None)
         if total is None and isinstance(items, Sized):
             total = len(items)
         self._generator = self._run(items, progress, total)
@@ -128,10 +132,18 @@ class CachedEncoding(Iterator[tuple[list[str], np.ndarray]]):
         self.stats.chunks += 1
         self.stats.items += len(chunk)
         self.stats.encoded += len(missing)
+        if self._encoded_counter is not None and missing:
+            self._encoded_counter.inc(len(missing))  # cache hits and in-chunk duplicates excluded
         reused = sum(1 for key in hashes if key not in missing)
         self.stats.reused += reused
         self.stats.deduplicated += len(chunk) - reused - len(missing)
         return ids, vectors
+
+
+def _model_name(encoder: Encoder) -> str:
+    """The model's name for a metric label (`identity` is optional in the Encoder protocol)."""
+    identity = getattr(encoder, "identity", None)
+    return str(identity.get("model", "unknown")) if isinstance(identity, dict) else "unknown"
 
 
 def encode_with_cache(encoder: Encoder, cache: EmbeddingCache, role: TextRole,

@@ -46,6 +46,7 @@ from datetime import UTC, datetime
 
 import openai
 
+from irforge.common.metrics import JUDGE_CALLS, JUDGE_COST_USD, JUDGE_TOKENS
 from irforge.endpoints.calling import CallCounters, RobustCaller
 from irforge.endpoints.errors import EndpointError, RequestBudgetExhausted
 from irforge.judge.base import Judgement, JudgePair, Progress, Verdict, identity_sha256
@@ -187,6 +188,7 @@ class OpenAIChatJudge:
             self._check_locked(what)
             self.requests += 1
             tally.calls += 1
+        JUDGE_CALLS.labels(backend=self.spec.kind, model=self.spec.model).inc()
         with self._slots:
             try:
                 response = self._client.chat.completions.create(
@@ -230,6 +232,10 @@ class OpenAIChatJudge:
         tally.completion_tokens += completion_tokens
         with self._lock:
             self.tokens += prompt_tokens + completion_tokens
+        JUDGE_TOKENS.labels(kind="prompt").inc(prompt_tokens)
+        JUDGE_TOKENS.labels(kind="completion").inc(completion_tokens)
+        JUDGE_COST_USD.inc((prompt_tokens * self.spec.price_per_million_prompt_tokens
+                            + completion_tokens * self.spec.price_per_million_completion_tokens) / 1_000_000)
 
     # -- results ----------------------------------------------------------------------------
     def _judgement(self, pair: JudgePair, verdict: Verdict, label: int | None, raw: str, tally: _Tally,
