@@ -5,6 +5,7 @@
 
 from irforge_client.corpus import CorpusClient, Hit
 from irforge_client.evaluator import Evaluation, EvaluatorClient
+from irforge_client.orchestrator import Job, JobError, JobEvent, OrchestratorClient
 from irforge_client.retriever import RetrieverServer, serve_retriever
 
 __version__ = "0.1.0"

@@ -1,0 +1,173 @@
+"""`irforge submit | watch | results | jobs | cancel`: evaluation jobs on a running orchestrator
+(`irforge serve` on one machine, or the cluster's orchestrator)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from irforge.cli import eval_cmd
+
+DEFAULT_SERVER = "127.0.0.1:50050"
+
+
+def default_server() -> str:
+    return os.environ.get("IRFORGE_SERVER") or DEFAULT_SERVER
+
+
+def _eval_parser() -> argparse.ArgumentParser:
+    """`irforge eval`'s own parser, so `submit` takes exactly its flags."""
+    subparsers = argparse.ArgumentParser(add_help=False).add_subparsers()
+    eval_cmd.add_parser(subparsers)
+    return subparsers.choices["eval"]
+
+
+def _add_server(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--server", default=default_server(), metavar="HOST:PORT",
+                        help=f"the orchestrator (default $IRFORGE_SERVER or {DEFAULT_SERVER})")
+
+
+def add_parsers(subparsers) -> None:
+    submit = subparsers.add_parser(
+        "submit", parents=[_eval_parser()], conflict_handler="resolve",
+        help="submit an evaluation job to the orchestrator; prints the job id",
+        description="Submit a job: the same flags as `irforge eval` (paths are resolved here and must exist on the "
+        "orchestrator's filesystem), or --spec FILE (YAML: the JobSpec message's fields).",
+    )
+    for action in submit._actions:
+        if action.dest in ("dataset", "out"):
+            action.required = False
+    submit.add_argument("--out", type=Path, help="also copy results.json and run.trec to this folder on the orchestrator's filesystem")
+    submit.add_argument("--spec", type=Path, metavar="FILE", help="job spec YAML instead of flags")
+    submit.add_argument("--shards", type=int, default=0, help="encode the corpus in this many shards (dense, hybrid)")
+    submit.add_argument("--name", default="", help="a label for the job")
+    _add_server(submit)
+    submit.set_defaults(handler=run_submit)
+
+    watch = subparsers.add_parser("watch", help="follow a job with a progress bar; exit 1 if it fails")
+    watch.add_argument("job_id", metavar="JOB")
+    _add_server(watch)
+    watch.set_defaults(handler=run_watch)
+
+    results = subparsers.add_parser("results", help="write a finished job's results.json and run.trec")
+    results.add_argument("job_id", metavar="JOB")
+    results.add_argument("--out", type=Path, required=True, help="output folder")
+    _add_server(results)
+    results.set_defaults(handler=run_results)
+
+    jobs = subparsers.add_parser("jobs", help="list the orchestrator's jobs, newest first")
+    jobs.add_argument("--limit", type=int, default=20)
+    _add_server(jobs)
+    jobs.set_defaults(handler=run_jobs)
+
+    cancel = subparsers.add_parser("cancel", help="cancel a queued or running job")
+    cancel.add_argument("job_id", metavar="JOB")
+    _add_server(cancel)
+    cancel.set_defaults(handler=run_cancel)
+
+
+def _client(args):
+    from irforge.orchestrator.client import OrchestratorClient
+
+    return OrchestratorClient(args.server)
+
+
+def _job_errors():
+    from irforge.orchestrator.errors import JobNotFound, JobSpecError, ResultsNotReady
+
+    return JobNotFound, JobSpecError, ResultsNotReady
+
+
+def _fail(args, error: Exception) -> int:
+    print(f"irforge {args.command}: error: {error}", file=sys.stderr)
+    return 2
+
+
+def run_submit(args: argparse.Namespace) -> int:
+    from irforge.orchestrator.spec import JobSpec
+
+    try:
+        if args.spec and args.dataset is not None:
+            raise _job_errors()[1]("give --spec FILE or --dataset with flags, not both")
+        if args.spec:
+            spec = JobSpec.from_yaml(args.spec)
+        elif args.dataset is None:
+            raise _job_errors()[1]("give --dataset (and the other `irforge eval` flags) or --spec FILE")
+        else:
+            spec = JobSpec.from_eval_args(args)
+        with _client(args) as client:
+            job_id = client.submit(spec)
+    except _job_errors() as error:
+        return _fail(args, error)
+    print(job_id)
+    return 0
+
+
+def run_watch(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    try:
+        with _client(args) as client:
+            bar, step = None, None
+            for event in client.watch(args.job_id):
+                if event.step and event.step != step and event.state in ("running", "progress"):
+                    if bar is not None:
+                        bar.close()
+                    step = event.step
+                    bar = tqdm(desc=step, unit="", file=sys.stderr, dynamic_ncols=True)
+                if bar is not None and event.step == step and event.state == "progress":
+                    bar.total = event.total or None
+                    bar.unit = event.unit
+                    bar.set_description(event.message or step)
+                    bar.update(event.done - bar.n)
+                elif event.state in ("retrying", "waiting", "interrupted", "resumed"):
+                    tqdm.write(f"{event.step or 'job'}: {event.state}: {event.message}", file=sys.stderr)
+            if bar is not None:
+                bar.close()
+            job = client.get(args.job_id)
+    except _job_errors() as error:
+        return _fail(args, error)
+    if job.state.value != "SUCCEEDED":
+        print(f"job {job.job_id} {job.state.value}" + (f": {job.error}" if job.error else ""), file=sys.stderr)
+        return 1
+    print(f"job {job.job_id} SUCCEEDED")
+    # The wire's map has no order: the spec's measure order first, as `irforge eval` prints them.
+    order = [m for m in job.spec["measures"] if m in job.metrics] + sorted(set(job.metrics) - set(job.spec["measures"]))
+    width = max((len(name) for name in order), default=0)
+    for name in order:
+        print(f"{name:<{width}}  {job.metrics[name]:.4f}")
+    return 0
+
+
+def run_results(args: argparse.Namespace) -> int:
+    try:
+        with _client(args) as client:
+            client.results(args.job_id, args.out)
+    except _job_errors() as error:
+        return _fail(args, error)
+    eval_cmd.print_table(json.loads((args.out / "results.json").read_text(encoding="utf-8")), sys.stdout)
+    return 0
+
+
+def run_jobs(args: argparse.Namespace) -> int:
+    with _client(args) as client:
+        jobs = client.list(args.limit)
+    for job in jobs:
+        running = next((s.name for s in job.steps if s.state == "running"), "")
+        where = job.error or running
+        print(f"{job.job_id}  {job.state.value:<9}  {job.created_at[:19]}  {Path(job.spec['dataset']).name}  "
+              f"{job.spec['retriever']}  {where}".rstrip())
+    return 0
+
+
+def run_cancel(args: argparse.Namespace) -> int:
+    try:
+        with _client(args) as client:
+            job = client.cancel(args.job_id)
+    except _job_errors() as error:
+        return _fail(args, error)
+    print(f"job {job.job_id} {job.state.value}")
+    return 0

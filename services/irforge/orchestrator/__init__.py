@@ -1,0 +1,1 @@
+"""The orchestrator: evaluation jobs as persisted, resumable steps over the irforge services."""

@@ -1,0 +1,98 @@
+"""An orchestrator client over gRPC with the core's methods, raising the same error types
+(JobSpecError, JobNotFound, ResultsNotReady, ServiceUnavailable...)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import grpc
+
+from irforge.common.files import atomic_write
+from irforge.common.grpc_errors import raise_from_rpc
+from irforge.common.grpc_server import open_channel
+from irforge.orchestrator import protocol
+from irforge.orchestrator.errors import JobNotFound, JobSpecError, ResultsNotReady
+from irforge.orchestrator.spec import JobSpec
+from irforge.orchestrator.store import JobEvent, JobRecord
+from irforge.v1 import orchestrator_pb2, orchestrator_pb2_grpc
+
+_OWN_ERRORS = {error.__name__: error for error in (JobSpecError, JobNotFound, ResultsNotReady)}
+
+
+def _rebuild(error: grpc.RpcError, address: str):
+    type_name, _, message = (error.details() or "").partition(": ")
+    if type_name in _OWN_ERRORS:
+        rebuilt = Exception.__new__(_OWN_ERRORS[type_name])
+        Exception.__init__(rebuilt, message)
+        raise rebuilt from None
+    raise_from_rpc(error, address)
+
+
+class OrchestratorClient:
+    def __init__(self, address: str, timeout: float = 60.0):
+        self.address = address
+        self.timeout = timeout
+        self._channel = open_channel(address)
+        self._stub = orchestrator_pb2_grpc.OrchestratorStub(self._channel)
+
+    def _call(self, method, request):
+        try:
+            return method(request, timeout=self.timeout)
+        except grpc.RpcError as error:
+            _rebuild(error, self.address)
+
+    def submit(self, spec: JobSpec) -> str:
+        return self._call(self._stub.SubmitJob, spec.to_proto()).job_id
+
+    def get(self, job_id: str) -> JobRecord:
+        return protocol.job_from_proto(self._call(self._stub.GetJob, orchestrator_pb2.JobRef(job_id=job_id)))
+
+    def list(self, limit: int = 100) -> list[JobRecord]:
+        reply = self._call(self._stub.ListJobs, orchestrator_pb2.ListJobsRequest(limit=limit))
+        return [protocol.job_from_proto(job) for job in reply.jobs]
+
+    def cancel(self, job_id: str) -> JobRecord:
+        return protocol.job_from_proto(self._call(self._stub.CancelJob, orchestrator_pb2.JobRef(job_id=job_id)))
+
+    def watch(self, job_id: str, after: int = 0) -> Iterator[JobEvent]:
+        """Events until the job ends (no deadline: a job may run for hours; the stream ends with it)."""
+        stream = self._stub.WatchJob(orchestrator_pb2.WatchJobRequest(job_id=job_id, after_sequence=after))
+        try:
+            for message in stream:
+                yield protocol.event_from_proto(message)
+        except grpc.RpcError as error:
+            _rebuild(error, self.address)
+        finally:
+            stream.cancel()
+
+    def results(self, job_id: str, out_dir: Path) -> list[Path]:
+        """Write the job's results.json and run.trec into out_dir (each atomically)."""
+        out_dir = Path(out_dir)
+        written, writer, current = [], None, None
+        try:
+            for chunk in self._stub.GetResults(orchestrator_pb2.JobRef(job_id=job_id), timeout=self.timeout):
+                if chunk.name != current:
+                    current = chunk.name
+                    writer = atomic_write(out_dir / Path(chunk.name).name, "wb")
+                    handle = writer.__enter__()
+                handle.write(chunk.data)
+                if chunk.last:
+                    writer.__exit__(None, None, None)
+                    written.append(out_dir / current)
+                    writer = None
+        except grpc.RpcError as error:
+            _rebuild(error, self.address)
+        finally:
+            if writer is not None:  # the stream broke inside a file: drop its temporary copy
+                writer.__exit__(RuntimeError, None, None)
+        return written
+
+    def close(self) -> None:
+        self._channel.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

@@ -1,0 +1,275 @@
+"""What a step works with: the spec, the job folder, the outputs of earlier steps, and clients of
+the services (opened on first use, each call under a deadline), built the way `irforge eval`
+builds its pipeline so the two produce the same runs."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from contextlib import AbstractContextManager, ExitStack
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+from irforge.corpus.client import RemoteCorpus
+from irforge.corpus.settings import Bm25Settings
+from irforge.corpus.vectors.base import HnswSettings
+from irforge.data import BeirDataset
+from irforge.data.types import Query
+from irforge.orchestrator.errors import JobSpecError
+from irforge.orchestrator.spec import JobSpec
+from irforge.pipeline.progress import ProgressFactory
+from irforge.pipeline.retrievers.hybrid import FusionSettings
+from irforge.v1 import corpus_pb2
+
+
+@dataclass(frozen=True)
+class ServiceAddresses:
+    """Where the services are (HOST:PORT; None = not configured) and how long a call may take."""
+
+    corpus: str | None = None
+    evaluator: str | None = None
+    encoder: str | None = None
+    judge: str | None = None
+    call_timeout_s: float = 600.0           # every call (a search or vector batch, an evaluation, a model call)
+    long_call_timeout_s: float = 6 * 3600.0  # the calls whose work grows with the corpus: Ingest, a judge batch
+    shard_runner: str = "local"             # big-corpus encoding: "local" processes or "kubernetes" Jobs
+    shard_options: dict = field(default_factory=dict)
+
+    def required(self, role: str) -> str:
+        address = getattr(self, role)
+        if not address:
+            raise JobSpecError(f"this job needs the {role} service, and the orchestrator has no --{role}-server "
+                               f"(or IRFORGE_{role.upper()}_SERVER) configured")
+        return address
+
+    def describe(self) -> str:
+        return " ".join(f"{role}={getattr(self, role)}" for role in ("corpus", "evaluator", "encoder", "judge")
+                        if getattr(self, role))
+
+
+class DeadlineCorpus(RemoteCorpus):
+    """RemoteCorpus with two changes to Ingest: the stream has a deadline (the stock client leaves
+    it open-ended for interactive use; a job must never wait forever on a silent service), and an
+    error raised while reading the corpus (a bad line, a cancel) is raised as itself: gRPC reads
+    the requests in its own thread and would report only "Exception iterating requests"."""
+
+    def __init__(self, address: str, timeout: float, ingest_timeout: float):
+        super().__init__(address, timeout=timeout)
+        self.ingest_timeout = ingest_timeout
+
+    def ingest(self, corpus_id, batches):
+        from irforge.corpus import protocol
+
+        reading_failed: list[BaseException] = []
+
+        def requests():
+            try:
+                yield corpus_pb2.IngestRequest(corpus_id=corpus_id)
+                for batch in batches:
+                    yield corpus_pb2.IngestRequest(documents=[protocol.document_to_proto(d) for d in batch])
+            except BaseException as error:
+                reading_failed.append(error)
+                raise
+
+        try:
+            for message in self._stream(self._stub.Ingest(requests(), timeout=self.ingest_timeout)):
+                yield protocol.progress_from_proto(message)
+        except Exception:
+            if reading_failed:
+                raise reading_failed[0] from None
+            raise
+
+
+@dataclass
+class StepContext:
+    job_id: str
+    spec: JobSpec
+    job_dir: Path
+    services: ServiceAddresses
+    progress: ProgressFactory
+    lock: Callable[[str], AbstractContextManager]
+    outputs: dict[str, dict]                 # outputs of the steps already done
+    durations: dict[str, float]              # their run times
+    cache_path: Path                         # the embedding cache shared by every job
+    cancel_event: threading.Event = field(default_factory=threading.Event)  # set when the job is cancelled or stopped
+    stack: ExitStack = field(default_factory=ExitStack)
+
+    # -- the data -----------------------------------------------------------------------------
+    @cached_property
+    def dataset(self) -> BeirDataset:
+        return BeirDataset.open(Path(self.spec.dataset))
+
+    @cached_property
+    def fingerprint(self) -> str:
+        return self.dataset.corpus_fingerprint()
+
+    @cached_property
+    def qrels(self):
+        return self.dataset.qrels(self.spec.split)
+
+    @cached_property
+    def queries(self) -> list[Query]:
+        return [q for q in self.dataset.queries() if q.query_id in self.qrels]
+
+    @cached_property
+    def judged(self) -> set[str]:
+        return {doc_id for judged in self.qrels.values() for doc_id in judged}
+
+    @property
+    def mode(self) -> str:
+        return f"orchestrator job {self.job_id}: {self.services.describe()}"
+
+    # -- clients ------------------------------------------------------------------------------
+    def _closing(self, client):
+        self.stack.callback(client.close)
+        return client
+
+    @cached_property
+    def corpus(self) -> DeadlineCorpus:
+        return self._closing(DeadlineCorpus(self.services.required("corpus"), timeout=self.services.call_timeout_s,
+                                            ingest_timeout=self.services.long_call_timeout_s))
+
+    def evaluator(self):
+        from irforge.evaluator.client import RemoteEvaluator
+
+        return self._closing(RemoteEvaluator(self.services.required("evaluator"), timeout=self.services.call_timeout_s))
+
+    @cached_property
+    def endpoint(self):
+        if not self.spec.endpoint:
+            return None
+        from irforge.endpoints.spec import EndpointSpec
+
+        return EndpointSpec.from_file(Path(self.spec.endpoint))
+
+    @cached_property
+    def cache(self):
+        from irforge.models.cache import EmbeddingCache
+
+        return self._closing(EmbeddingCache(self.cache_path))
+
+    def _encoder(self):
+        endpoint = self.endpoint
+        if endpoint is not None and endpoint.kind == "openai-embeddings":
+            from irforge.endpoints.embeddings import EndpointEncoder
+
+            return EndpointEncoder(endpoint), f"endpoint {endpoint.public()['host']}"
+        from irforge.models.client import RemoteEncoder
+
+        address = self.services.required("encoder")
+        encoder = self._closing(RemoteEncoder(address, model=self.spec.model, timeout=self.services.call_timeout_s))
+        return encoder, f"grpc {address}"
+
+    # -- retrievers, as build.build_pipeline makes them ---------------------------------------
+    def lexical(self):
+        from irforge.pipeline.retrievers.bm25 import Bm25Retriever
+
+        return Bm25Retriever(self.corpus, Bm25Settings(k1=self.spec.k1, b=self.spec.b), self.progress)
+
+    def dense(self):
+        from irforge.pipeline.retrievers.dense import DenseRetriever
+
+        encoder, location = self._encoder()
+        hnsw = HnswSettings(m=self.spec.hnsw_m, ef_construct=self.spec.hnsw_ef_construct, ef_search=self.spec.hnsw_ef)
+        return DenseRetriever(self.corpus, encoder, self.cache, self.progress, exact=self.spec.search == "exact",
+                              hnsw=hnsw, encoder_location=location)
+
+    def first_stage(self):
+        endpoint = self.endpoint
+        if endpoint is not None and endpoint.kind.startswith("search-"):
+            from irforge.endpoints.search import (
+                GrpcSearchRetriever,
+                HttpSearchRetriever,
+            )
+
+            return {"search-http": HttpSearchRetriever, "search-grpc": GrpcSearchRetriever}[endpoint.kind](endpoint, self.progress)
+        if endpoint is not None and endpoint.kind != "openai-embeddings":
+            raise JobSpecError(f"job spec field 'endpoint': {endpoint.source} is a {endpoint.kind} endpoint; "
+                               "rerank endpoints go in reranker.endpoint")
+        if self.spec.retriever == "bm25" and endpoint is None:
+            return self.lexical()
+        if self.spec.retriever == "hybrid":
+            from irforge.pipeline.retrievers.hybrid import HybridRetriever
+
+            fusion = FusionSettings(method=self.spec.fusion, rrf_k=self.spec.rrf_k, weights=tuple(self.spec.fusion_weights))
+            return HybridRetriever(self.lexical(), self.dense(), fusion)
+        return self.dense()
+
+    def reranker(self):
+        if self.spec.reranker_model:
+            from irforge.models.reranker import CrossEncoderReranker, RerankerSpec
+
+            return CrossEncoderReranker(RerankerSpec(model=self.spec.reranker_model))
+        from irforge.endpoints.rerank import GrpcReranker, HttpReranker
+        from irforge.endpoints.spec import EndpointSpec
+
+        spec = EndpointSpec.from_file(Path(self.spec.reranker_endpoint))
+        kinds = {"rerank-http": HttpReranker, "rerank-grpc": GrpcReranker}
+        if spec.kind not in kinds:
+            raise JobSpecError(f"job spec field 'reranker.endpoint': needs kind rerank-http or rerank-grpc, {spec.source} has {spec.kind}")
+        return self._closing(kinds[spec.kind](spec))
+
+    # -- big corpora and hole filling ---------------------------------------------------------
+    def encode_in_shards(self, dense, collection_id: str) -> dict:
+        """Fill the embedding cache shard by shard (local processes, or a Kubernetes Indexed Job),
+        so the dense indexing after it encodes nothing.
+
+        The shards' work folder sits beside the embedding cache, on the volume shard pods mount
+        (the chart's cache claim), one per (corpus, encoder): a resumed or later job on the same
+        corpus and model reuses finished shards."""
+        from irforge.sharding import encode_corpus_in_shards, make_shard_runner
+
+        encoder_spec = worker_encoder_spec(dense.encoder.describe())
+        runner = make_shard_runner(self.services.shard_runner, **self.services.shard_options)
+        report = encode_corpus_in_shards(Path(self.spec.dataset), encoder_spec, self.cache_path, self.spec.shards, runner,
+                                         self.cache_path.parent / "shards" / collection_id, progress=self.progress,
+                                         encoder_key=dense.encoder.identity_key, cancel=self.cancel_event)
+        return report.as_dict()
+
+    def judge(self):
+        """The judge of the job: its own judge spec file (run here, keys from this process'
+        environment), else the judge service."""
+        if self.spec.judge:
+            from irforge.judge.factory import open_judge
+
+            return self._closing(open_judge(Path(self.spec.judge))), "in the orchestrator"
+        from irforge.judge.client import RemoteJudge
+
+        address = self.services.required("judge")
+        return _ServiceJudge(self._closing(RemoteJudge(address, timeout=self.services.long_call_timeout_s))), f"judge service {address}"
+
+    def close(self) -> None:
+        self.stack.close()
+
+
+class _ServiceJudge:
+    """RemoteJudge plus the judge_id HoleFiller records (the hash of the service's identity)."""
+
+    def __init__(self, remote):
+        self.remote = remote
+
+    def identity(self) -> dict[str, str]:
+        return self.remote.identity()
+
+    @property
+    def judge_id(self) -> str:
+        from irforge.judge.base import identity_sha256
+
+        return identity_sha256(self.identity())
+
+    def judge(self, pairs, progress=None):
+        return self.remote.judge(pairs, progress)
+
+
+def worker_encoder_spec(described: dict):
+    """The EncoderSpec shard workers load: the model the encoder service serves, configured as it
+    is (the sharding code refuses their vectors if the identity key still differs)."""
+    from irforge.models.encoder import EncoderSpec
+
+    revision = described.get("revision")
+    return EncoderSpec(model=described["model"],
+                       # "sha256:..." is a folder's weights digest the worker recomputes, not a hub revision
+                       revision=None if str(revision).startswith("sha256:") else revision,
+                       query_prefix=described.get("query_prefix", ""), passage_prefix=described.get("passage_prefix", ""),
+                       normalize=bool(described.get("normalize", True)), max_seq_length=described.get("max_seq_length"))

@@ -1,0 +1,25 @@
+"""The orchestrator's own errors. Each keeps its type across the wire (see server.py / client.py)."""
+
+from __future__ import annotations
+
+
+class JobSpecError(ValueError):
+    """A job spec that cannot run: names the field and what is wrong with it."""
+
+
+class JobNotFound(LookupError):
+    def __init__(self, job_id: str):
+        super().__init__(f"no job {job_id!r} (list jobs with `irforge jobs`)")
+
+
+class ResultsNotReady(RuntimeError):
+    """GetResults on a job that has not succeeded (yet)."""
+
+
+class JobCancelled(Exception):
+    """Raised inside a running step when its job is cancelled."""
+
+
+class OrchestratorStopping(Exception):
+    """Raised inside a running step when the orchestrator shuts down: the job stays RUNNING and
+    resumes, from its last completed step, when an orchestrator starts on the same state."""

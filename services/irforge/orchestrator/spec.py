@@ -1,0 +1,237 @@
+"""A job spec: what to evaluate, declaratively. Built from `irforge eval`'s flags, from a YAML
+file (the JobSpec message's JSON mapping), or from the proto; validated before any work starts.
+
+Paths (dataset, endpoint, judge, output) are on the orchestrator's filesystem: the job runs there.
+Encoder options (prefixes, sequence length, device) and backends are the services' configuration,
+not a job's: a job names the model and the services answer with its full identity.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+import yaml
+from google.protobuf import json_format
+
+from irforge.corpus.settings import Bm25Settings
+from irforge.corpus.vectors.base import HnswSettings
+from irforge.evaluator.measures import DEFAULT_MEASURES, MeasureError, parse_measures
+from irforge.orchestrator.errors import JobSpecError
+from irforge.pipeline.retrievers import RETRIEVERS
+from irforge.v1 import orchestrator_pb2
+
+DEFAULT_RERANK_DEPTH = 100
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    dataset: str
+    split: str = "test"
+    retriever: str = "bm25"
+    k1: float = Bm25Settings.k1
+    b: float = Bm25Settings.b
+    model: str = ""                       # "" = the only model the models service serves
+    search: str = "exact"
+    hnsw_m: int = HnswSettings.m
+    hnsw_ef_construct: int = HnswSettings.ef_construct
+    hnsw_ef: int = HnswSettings.ef_search
+    fusion: str = "rrf"
+    rrf_k: float = 60.0
+    fusion_weights: tuple[float, float] = (1.0, 1.0)
+    endpoint: str = ""
+    reranker_model: str = ""
+    reranker_endpoint: str = ""
+    rerank_depth: int = DEFAULT_RERANK_DEPTH
+    measures: tuple[str, ...] = DEFAULT_MEASURES
+    top_k: int = 1000
+    keep_identical_ids: bool = False
+    holes_depth: int = 0
+    judge: str = ""
+    output: str = ""
+    shards: int = 0
+    name: str = ""
+
+    # -- what the spec asks for ---------------------------------------------------------------
+    @property
+    def has_reranker(self) -> bool:
+        return bool(self.reranker_model or self.reranker_endpoint)
+
+    def validate(self) -> JobSpec:
+        """Raise JobSpecError naming the first bad field; the spec itself when it is fine."""
+        def bad(field: str, message: str):
+            raise JobSpecError(f"job spec field {field!r}: {message}")
+
+        if not self.dataset:
+            bad("dataset", "required (a BEIR folder on the orchestrator's filesystem)")
+        if self.retriever not in RETRIEVERS:
+            bad("retriever", f"{self.retriever!r} is not one of {', '.join(RETRIEVERS)}")
+        if not self.split:
+            bad("split", "must not be empty")
+        if self.top_k <= 0:
+            bad("top_k", f"must be positive, got {self.top_k}")
+        if self.search not in ("exact", "hnsw"):
+            bad("dense.search", f"{self.search!r} is not exact or hnsw")
+        if self.fusion not in ("rrf", "linear"):
+            bad("fusion.method", f"{self.fusion!r} is not rrf or linear")
+        if len(self.fusion_weights) != 2:
+            bad("fusion.weights", f"needs two weights (bm25, dense), got {list(self.fusion_weights)}")
+        if self.reranker_model and self.reranker_endpoint:
+            bad("reranker", "give either model or endpoint, not both")
+        if self.rerank_depth < 1:
+            bad("reranker.depth", f"must be at least 1, got {self.rerank_depth}")
+        if self.holes_depth < 0:
+            bad("holes.depth", f"must be 0 (off) or positive, got {self.holes_depth}")
+        if self.shards < 0:
+            bad("shards", f"must be 0 or positive, got {self.shards}")
+        if self.shards > 1 and self.retriever == "bm25" and not self.endpoint:
+            bad("shards", "sharding splits corpus encoding: it needs retriever dense or hybrid")
+        try:
+            parse_measures(list(self.measures))
+        except MeasureError as error:
+            bad("measures", str(error))
+        return self
+
+    def check_paths(self) -> None:
+        """The files the spec names exist where the job runs (called by the orchestrator)."""
+        folder = Path(self.dataset)
+        if not (folder / "corpus.jsonl").exists() and not (folder / "corpus.jsonl.gz").exists():
+            raise JobSpecError(f"job spec field 'dataset': {self.dataset} holds no corpus.jsonl on the orchestrator's filesystem")
+        qrels = folder / "qrels" / f"{self.split}.tsv"
+        if not qrels.exists():
+            raise JobSpecError(f"job spec field 'split': {qrels} does not exist")
+        for field in ("endpoint", "reranker_endpoint", "judge"):
+            value = getattr(self, field)
+            if value and not Path(value).is_file():
+                raise JobSpecError(f"job spec field {field!r}: no file {value} on the orchestrator's filesystem")
+
+    def as_dict(self) -> dict:
+        value = asdict(self)
+        value["measures"], value["fusion_weights"] = list(self.measures), list(self.fusion_weights)
+        return value
+
+    @classmethod
+    def from_dict(cls, value: dict) -> JobSpec:
+        """Back from as_dict() (the job store's copy)."""
+        return cls(**{**value, "measures": tuple(value["measures"]), "fusion_weights": tuple(value["fusion_weights"])})
+
+    # -- proto --------------------------------------------------------------------------------
+    def to_proto(self) -> orchestrator_pb2.JobSpec:
+        return orchestrator_pb2.JobSpec(
+            dataset=self.dataset, split=self.split, retriever=self.retriever,
+            bm25=orchestrator_pb2.Bm25Parameters(k1=self.k1, b=self.b),
+            dense=orchestrator_pb2.DenseParameters(model=self.model, search=self.search, hnsw_m=self.hnsw_m,
+                                                   hnsw_ef_construct=self.hnsw_ef_construct, hnsw_ef=self.hnsw_ef),
+            fusion=orchestrator_pb2.FusionParameters(method=self.fusion, rrf_k=self.rrf_k, weights=list(self.fusion_weights)),
+            endpoint=self.endpoint,
+            reranker=orchestrator_pb2.RerankerSpec(model=self.reranker_model, endpoint=self.reranker_endpoint,
+                                                   depth=self.rerank_depth),
+            measures=list(self.measures), top_k=self.top_k, keep_identical_ids=self.keep_identical_ids,
+            holes=orchestrator_pb2.HoleFillingSpec(depth=self.holes_depth, judge=self.judge),
+            output=self.output, shards=self.shards, name=self.name,
+        )
+
+    @classmethod
+    def from_proto(cls, message: orchestrator_pb2.JobSpec) -> JobSpec:
+        """Unset fields take their defaults; the result is validated."""
+        d = cls(dataset="")
+        def opt(parent, name, default):
+            return getattr(parent, name) if parent.HasField(name) else default
+
+        return cls(
+            dataset=message.dataset, split=message.split or d.split, retriever=message.retriever or d.retriever,
+            k1=opt(message.bm25, "k1", d.k1), b=opt(message.bm25, "b", d.b),
+            model=message.dense.model, search=message.dense.search or d.search,
+            hnsw_m=opt(message.dense, "hnsw_m", d.hnsw_m),
+            hnsw_ef_construct=opt(message.dense, "hnsw_ef_construct", d.hnsw_ef_construct),
+            hnsw_ef=opt(message.dense, "hnsw_ef", d.hnsw_ef),
+            fusion=message.fusion.method or d.fusion, rrf_k=opt(message.fusion, "rrf_k", d.rrf_k),
+            fusion_weights=tuple(message.fusion.weights) or d.fusion_weights,
+            endpoint=message.endpoint, reranker_model=message.reranker.model,
+            reranker_endpoint=message.reranker.endpoint, rerank_depth=opt(message.reranker, "depth", d.rerank_depth),
+            measures=tuple(message.measures) or d.measures, top_k=opt(message, "top_k", d.top_k),
+            keep_identical_ids=message.keep_identical_ids, holes_depth=message.holes.depth, judge=message.holes.judge,
+            output=message.output, shards=message.shards, name=message.name,
+        ).validate()
+
+    # -- files and flags ----------------------------------------------------------------------
+    @classmethod
+    def from_mapping(cls, mapping: dict, source: str = "job spec") -> JobSpec:
+        """The JobSpec message's JSON mapping (what a YAML spec file holds)."""
+        if not isinstance(mapping, dict):
+            raise JobSpecError(f"{source}: expected a mapping of JobSpec fields, got {type(mapping).__name__}")
+        try:
+            message = json_format.ParseDict(mapping, orchestrator_pb2.JobSpec())
+        except json_format.ParseError as error:
+            raise JobSpecError(f"{source}: {error}") from None
+        try:
+            return cls.from_proto(message)
+        except JobSpecError as error:
+            raise JobSpecError(f"{source}: {error}") from None
+
+    @classmethod
+    def from_yaml(cls, path: Path) -> JobSpec:
+        try:
+            mapping = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+        except OSError as error:
+            raise JobSpecError(f"cannot read job spec {path}: {error.strerror}") from None
+        except yaml.YAMLError as error:
+            raise JobSpecError(f"job spec {path} is not valid YAML: {error}") from None
+        spec = cls.from_mapping(mapping, source=str(path))
+        # Relative paths in a spec file mean: relative to the file (resolved where it is submitted).
+        base = Path(path).resolve().parent
+        return replace(spec, **{f: str(base / getattr(spec, f)) for f in PATH_FIELDS
+                                if getattr(spec, f) and not Path(getattr(spec, f)).is_absolute()})
+
+    @classmethod
+    def from_eval_args(cls, args: argparse.Namespace) -> JobSpec:
+        """From `irforge eval`'s flags; flags that configure services, not jobs, are refused."""
+        refused = [flag for flag, dest, default in SERVICE_FLAGS if getattr(args, dest, default) != default]
+        if refused:
+            raise JobSpecError(f"{', '.join(refused)}: these configure the services (`irforge serve` / `irforge service`), "
+                               "not a job; the orchestrator uses its services' settings")
+        try:
+            weights = tuple(float(w) for w in args.fusion_weights.split(","))
+        except ValueError:
+            raise JobSpecError(f"--fusion-weights must be two numbers like 1,1; got {args.fusion_weights!r}") from None
+        if args.listwise_llm:
+            raise JobSpecError("--listwise-llm is not available for orchestrated jobs yet; use --reranker or --reranker-endpoint")
+
+        def path(value) -> str:
+            return str(Path(value).resolve()) if value else ""
+
+        return cls(
+            dataset=path(args.dataset), split=args.split, retriever=args.retriever, k1=args.k1, b=args.b,
+            model=args.model, search=args.search, hnsw_m=args.hnsw_m, hnsw_ef_construct=args.hnsw_ef_construct,
+            hnsw_ef=args.hnsw_ef, fusion=args.fusion, rrf_k=args.rrf_k, fusion_weights=weights,
+            endpoint=path(args.endpoint), reranker_model=args.reranker or "",
+            reranker_endpoint=path(args.reranker_endpoint), rerank_depth=args.rerank_depth,
+            measures=tuple(args.measures or DEFAULT_MEASURES), top_k=args.top_k,
+            keep_identical_ids=args.keep_identical_ids, holes_depth=getattr(args, "fill_holes", 0) or 0,
+            judge="" if getattr(args, "judge", None) in (None, "embedded") else path(args.judge),
+            output=path(getattr(args, "out", None)),
+            shards=getattr(args, "shards", 0) or 0, name=getattr(args, "name", "") or "",
+        ).validate()
+
+
+PATH_FIELDS = ("dataset", "endpoint", "reranker_endpoint", "judge", "output")
+
+# (flag, argparse dest, default): `irforge eval` flags that belong to a service's configuration.
+SERVICE_FLAGS = [
+    ("--backend", "backend", "embedded"), ("--index-dir", "index_dir", None),
+    ("--elasticsearch-url", "elasticsearch_url", None), ("--vector-backend", "vector_backend", "embedded"),
+    ("--vector-dir", "vector_dir", None), ("--qdrant-url", "qdrant_url", None),
+    ("--embedding-cache", "embedding_cache", None), ("--ray", "ray", False), ("--device", "device", None),
+    ("--precision", "precision", "float32"), ("--query-prefix", "query_prefix", ""),
+    ("--passage-prefix", "passage_prefix", ""), ("--max-seq-length", "max_seq_length", None),
+    ("--no-normalize", "no_normalize", False), ("--model-revision", "model_revision", None),
+    ("--encode-batch-size", "encode_batch_size", 64), ("--endpoint-url", "endpoint_url", None),
+    ("--endpoint-model", "endpoint_model", None), ("--endpoint-batch-size", "endpoint_batch_size", None),
+    ("--endpoint-max-concurrency", "endpoint_max_concurrency", None),
+    ("--endpoint-request-budget", "endpoint_request_budget", None),
+    ("--corpus-server", "corpus_server", None), ("--evaluator-server", "evaluator_server", None),
+    ("--encoder-server", "encoder_server", None), ("--store", "store", None), ("--thresholds", "thresholds", None),
+    ("--relevant-from", "relevant_from", 2),
+]
+

@@ -1,0 +1,227 @@
+"""The steps of an evaluation job. Each is a function of a StepContext (the spec, clients of the
+services, the job folder, the outputs of the steps before it) returning a JSON-able output the
+store commits; runs go to the job folder as atomically written files. So a step that finished is
+never redone, and a step that did not finish leaves nothing half-written behind.
+
+The steps reuse the retrievers `irforge eval` uses, over gRPC clients, and the evaluate step runs
+EvalJob itself on the stored run: results.json and run.trec are exactly what `irforge eval` writes
+(judge_holes then adds `holes`, as `irforge eval --fill-holes` does).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+from irforge.common.files import atomic_write, write_json_atomic
+from irforge.corpus.settings import Bm25Settings
+from irforge.data import BeirDataset
+from irforge.data.types import Query, Run
+from irforge.orchestrator.context import StepContext
+from irforge.orchestrator.spec import JobSpec
+from irforge.pipeline.eval_job import EvalJob, EvalJobSpec
+from irforge.pipeline.retrievers import CorpusTracker
+from irforge.pipeline.retrievers.bm25 import corpus_id_for
+from irforge.pipeline.retrievers.dense import collection_id_for
+
+INGEST, ENCODE, RETRIEVE, RERANK, JUDGE, EVALUATE = ("ingest_lexical", "encode_vectors", "retrieve", "rerank",
+                                                     "judge_holes", "evaluate")
+RESULT_FILES = ("results.json", "run.trec")
+LAYER_FILES = ("qrels.judged.tsv", "qrels.judged.provenance.jsonl")   # only when holes were filled and judged
+
+
+def result_files(folder: Path) -> list[str]:
+    return [*RESULT_FILES, *(name for name in LAYER_FILES if (folder / name).exists())]
+
+
+def plan_steps(spec: JobSpec, endpoint_kind: str = "") -> list[str]:
+    """The steps a spec needs, in order (endpoint_kind: the kind of spec.endpoint, if any)."""
+    steps = []
+    if endpoint_kind.startswith("search-"):
+        pass  # the team's endpoint retrieves: nothing to index here
+    elif endpoint_kind == "openai-embeddings":  # as `irforge eval --endpoint`: the endpoint is the dense encoder
+        steps += [INGEST, ENCODE] if spec.retriever == "hybrid" else [ENCODE]
+    else:
+        steps += [INGEST] if spec.retriever in ("bm25", "hybrid") else []
+        steps += [ENCODE] if spec.retriever in ("dense", "hybrid") else []
+    steps.append(RETRIEVE)
+    if spec.has_reranker:
+        steps.append(RERANK)
+    steps.append(EVALUATE)
+    if spec.holes_depth > 0:  # after evaluating, as `irforge eval --fill-holes`: metrics before and after
+        steps.append(JUDGE)
+    return steps
+
+
+# -- persisted state --------------------------------------------------------------------------
+
+def tracker_state(tracker: CorpusTracker) -> dict:
+    return {"seen": sorted(tracker.seen), "streamed": tracker.streamed, "errors": tracker.errors, "failed": tracker.failed}
+
+
+def merged_tracker(outputs: dict[str, dict], judged: set[str]) -> CorpusTracker:
+    """What every step that streamed the corpus noted, as one tracker."""
+    tracker = CorpusTracker(judged=judged)
+    for output in outputs.values():
+        state = output.get("tracker")
+        if state:
+            tracker.seen.update(state["seen"])
+            tracker.streamed |= state["streamed"]
+            tracker.errors.extend(state["errors"])
+            tracker.failed += state["failed"]
+    return tracker
+
+
+def write_run(path: Path, run: Run) -> str:
+    """Runs between steps are JSON: floats survive exactly (TREC text is only for the last step)."""
+    with atomic_write(path) as handle:
+        json.dump(run, handle)
+    return path.name
+
+
+def read_run(path: Path) -> Run:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+class StoredStage:
+    """A finished stage seen as a retriever: its stored run, configuration and counts."""
+
+    def __init__(self, output: dict, run: Run, tracker: CorpusTracker | None = None):
+        self.name = output["name"]
+        self._output = output
+        self._run = run
+        self._tracker = tracker
+
+    def prepare(self, dataset: BeirDataset, fingerprint: str, tracker: CorpusTracker) -> None:
+        if self._tracker is not None:  # what the index-building steps noted while streaming the corpus
+            tracker.seen.update(self._tracker.seen)
+            tracker.streamed = self._tracker.streamed
+            tracker.errors.extend(self._tracker.errors)
+            tracker.failed += self._tracker.failed
+
+    def retrieve(self, queries: list[Query], k: int) -> Run:
+        return {q.query_id: self._run[q.query_id] for q in queries if q.query_id in self._run}
+
+    def describe(self) -> dict:
+        return self._output["describe"]
+
+    def counts(self) -> dict:
+        return dict(self._output["counts"])
+
+
+# -- the steps ----------------------------------------------------------------------------------
+
+def ingest_lexical(ctx: StepContext) -> dict:
+    retriever = ctx.lexical()
+    corpus_id = corpus_id_for(ctx.dataset.name, ctx.fingerprint, Bm25Settings(k1=ctx.spec.k1, b=ctx.spec.b))
+    # Two jobs on the same corpus and settings: the second waits, then finds the index READY.
+    with ctx.lock(f"bm25:{corpus_id}"):
+        tracker = CorpusTracker(judged=ctx.judged)
+        retriever.prepare(ctx.dataset, ctx.fingerprint, tracker)
+    return {"corpus_id": corpus_id, "counts": retriever.counts(), "tracker": tracker_state(tracker)}
+
+
+def encode_vectors(ctx: StepContext) -> dict:
+    dense = ctx.dense()
+    collection_id = collection_id_for(ctx.dataset.name, ctx.fingerprint, dense.encoder.identity_key)
+    # One lock per (corpus, encoder identity): one build of the collection and of its cache rows.
+    with ctx.lock(f"dense:{collection_id}"):
+        sharding = ctx.encode_in_shards(dense, collection_id) if ctx.spec.shards > 1 else None
+        tracker = CorpusTracker(judged=ctx.judged)
+        dense.prepare(ctx.dataset, ctx.fingerprint, tracker)
+    return {"collection_id": collection_id, "counts": dense.counts(), "tracker": tracker_state(tracker),
+            "sharding": sharding}
+
+
+def retrieve(ctx: StepContext) -> dict:
+    first = ctx.first_stage()
+    # Attach to the indexes the steps before built (found READY: nothing is rebuilt); a search
+    # endpoint reads the corpus ids here, so keep what it notes.
+    tracker = CorpusTracker(judged=ctx.judged)
+    first.prepare(ctx.dataset, ctx.fingerprint, tracker)
+    depth = max(ctx.spec.top_k, ctx.spec.rerank_depth) if ctx.spec.has_reranker else ctx.spec.top_k
+    run = first.retrieve(ctx.queries, depth)
+    counts = first.counts()
+    for step in (INGEST, ENCODE):  # the document work was done (or skipped) by those steps
+        counts.update({key: value for key, value in ctx.outputs.get(step, {}).get("counts", {}).items()
+                       if not key.startswith("queries_")})
+    return {"name": first.name, "describe": first.describe(), "counts": counts, "tracker": tracker_state(tracker),
+            "run_file": write_run(ctx.job_dir / "first_stage_run.json", run)}
+
+
+def rerank(ctx: StepContext) -> dict:
+    from irforge.pipeline.retrievers.rerank import RerankingRetriever
+
+    stored = ctx.outputs[RETRIEVE]
+    first = StoredStage(stored, read_run(ctx.job_dir / stored["run_file"]))
+    reranking = RerankingRetriever(first, ctx.reranker(), depth=ctx.spec.rerank_depth, progress=ctx.progress)
+    reranking.prepare(ctx.dataset, ctx.fingerprint, CorpusTracker(judged=set()))
+    run = reranking.retrieve(ctx.queries, ctx.spec.top_k)
+    return {"name": reranking.name, "describe": reranking.describe(), "counts": reranking.counts(),
+            "run_file": write_run(ctx.job_dir / "reranked_run.json", run)}
+
+
+def judge_holes(ctx: StepContext) -> dict:
+    """As `irforge eval --fill-holes K`: judge the unlabelled documents of each query's top K of
+    the evaluated run; the report joins results.json as `holes`, the layer lands beside run.trec."""
+    from irforge.judge.holes import HoleFiller, HoleSettings, write_outputs
+
+    spec, out_dir = ctx.spec, ctx.job_dir / "results"
+    final = final_stage_output(ctx)
+    settings = HoleSettings(depth=spec.holes_depth, drop_identical_ids=not spec.keep_identical_ids, measures=spec.measures)
+    judge, where = ctx.judge()
+    report, labelled, _ = HoleFiller(judge, settings, ctx.progress).run(
+        Path(spec.dataset), read_run(ctx.job_dir / final["run_file"]), spec.split, run_name=str(out_dir / "run.trec"))
+    report["store"] = where
+    write_outputs(out_dir, report, labelled, report_name=None)
+    results = json.loads((out_dir / "results.json").read_text(encoding="utf-8"))
+    results["holes"] = report
+    results["files"].update({name: value for name, value in report["files"].items() if value})
+    write_json_atomic(out_dir / "results.json", results)
+    if spec.output:
+        copy_results(out_dir, Path(spec.output))
+    return {"holes": report["holes"], "judged": report["judged"], "unparsed": report["unparsed"], "failed": report["failed"],
+            "metrics_after": report["metrics_after"]}
+
+
+def final_stage_output(ctx: StepContext) -> dict:
+    return ctx.outputs[RERANK] if RERANK in ctx.outputs else ctx.outputs[RETRIEVE]
+
+
+def evaluate(ctx: StepContext) -> dict:
+    final = final_stage_output(ctx)
+    stage = StoredStage(final, read_run(ctx.job_dir / final["run_file"]), merged_tracker(ctx.outputs, ctx.judged))
+    spec = ctx.spec
+    out_dir = ctx.job_dir / "results"
+    eval_spec = EvalJobSpec(dataset=Path(spec.dataset), out_dir=out_dir, split=spec.split, top_k=spec.top_k,
+                            measures=spec.measures, drop_identical_ids=not spec.keep_identical_ids)
+    job = EvalJob(eval_spec, stage, ctx.evaluator(), ctx.mode)
+    results = job.run()
+    # EvalJob timed only its own evaluation; the job's index and retrieval work ran in earlier steps.
+    durations = ctx.durations
+    results["timings"] = {
+        "index_s": round(durations.get(INGEST, 0.0) + durations.get(ENCODE, 0.0), 3),
+        "retrieve_s": round(durations.get(RETRIEVE, 0.0) + durations.get(RERANK, 0.0), 3),
+        "evaluate_s": job.timings["evaluate_s"],
+        "total_s": round(sum(durations.values()) + job.timings["total_s"], 3),
+        "steps_s": {**durations, EVALUATE: job.timings["total_s"]},
+    }
+    results["job_id"] = ctx.job_id
+    write_json_atomic(out_dir / "results.json", results)
+    if spec.output:
+        copy_results(out_dir, Path(spec.output))
+    return {"metrics": results["metrics"], "results_dir": str(out_dir)}
+
+
+def copy_results(source: Path, target: Path) -> None:
+    for name in result_files(source):
+        with open(source / name, "rb") as reader, atomic_write(target / name, "wb") as writer:
+            shutil.copyfileobj(reader, writer)
+
+
+STEPS: dict[str, Callable[[StepContext], dict]] = {
+    INGEST: ingest_lexical, ENCODE: encode_vectors, RETRIEVE: retrieve, RERANK: rerank, JUDGE: judge_holes,
+    EVALUATE: evaluate,
+}
