@@ -1,6 +1,6 @@
 """irforge-client: call irforge's services, or serve your own retriever for irforge to evaluate.
 
-    from irforge_client import EvaluatorClient, CorpusClient, serve_retriever
+    from irforge_client import EvaluatorClient, CorpusClient, OrchestratorClient, serve_retriever
 """
 
 from irforge_client.corpus import CorpusClient, Hit
@@ -9,4 +9,5 @@ from irforge_client.orchestrator import Job, JobError, JobEvent, OrchestratorCli
 from irforge_client.retriever import RetrieverServer, serve_retriever
 
 __version__ = "0.1.0"
-__all__ = ["CorpusClient", "Evaluation", "EvaluatorClient", "Hit", "RetrieverServer", "serve_retriever"]
+__all__ = ["CorpusClient", "Evaluation", "EvaluatorClient", "Hit", "Job", "JobError", "JobEvent", "OrchestratorClient",
+           "RetrieverServer", "serve_retriever"]
