@@ -168,6 +168,10 @@ class RobustCaller:
         self._consecutive = 0
         self._open_reason: str | None = None
         self.counters = CallCounters()
+        # Import the transport libraries now, on the constructing thread: the first classify()
+        # runs on a worker thread, and worker threads racing through a first import of httpx saw
+        # a half-initialised module (AttributeError instead of a FAILED pair).
+        _transport_errors()
 
     @classmethod
     def from_spec(cls, spec, **overrides) -> RobustCaller:
