@@ -1,0 +1,193 @@
+"""`irforge judge-holes` and `irforge judge-calibrate`: the judge's commands over a BEIR dataset.
+
+Both take `--judge embedded` (default: the local encoder judge) or `--judge FILE` (an LLM judge
+spec, YAML) and `--store PATH` (the judgement store; default $IRFORGE_JUDGE_STORE or the user data
+dir), so a pair judged once by the same judge is never paid for again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from irforge.common.files import write_json_atomic
+from irforge.data import read_trec_run
+from irforge.evaluator.measures import DEFAULT_MEASURES
+from irforge.judge.base import DEFAULT_RELEVANT_FROM
+from irforge.pipeline.progress import tqdm_progress
+
+EXIT_NOT_ALL_JUDGED = 1   # the report is written, but the judge failed on some pairs (re-run to retry them)
+
+
+def add_judge_arguments(parser: argparse.ArgumentParser, *, depth_flag: str = "--depth") -> None:
+    """--judge, --store, --thresholds, --relevant-from: shared with `irforge eval --fill-holes`."""
+    group = parser.add_argument_group("judge")
+    group.add_argument("--judge", default="embedded", metavar="embedded|FILE",
+                       help="'embedded' (the local encoder judge, default) or a judge spec YAML (kind: openai-chat)")
+    group.add_argument("--store", type=Path, help="judgement store (default $IRFORGE_JUDGE_STORE or the user data dir)")
+    group.add_argument("--thresholds", type=Path,
+                       help="embedded judge thresholds file (default $IRFORGE_JUDGE_THRESHOLDS, the user data dir, "
+                            "else the built-in ones)")
+    group.add_argument("--relevant-from", type=int, default=DEFAULT_RELEVANT_FROM, choices=(1, 2, 3),
+                       help=f"judge labels at or above this count as relevant (default {DEFAULT_RELEVANT_FROM})")
+
+
+def add_parser(subparsers) -> None:
+    holes = subparsers.add_parser(
+        "judge-holes", help="judge the unlabelled documents of a run's top-k (a separate qrels layer)",
+        description="Find every (query, document) of the run's top DEPTH with no label in the split's qrels, judge "
+                    "only those, write OUT/qrels.judged.tsv (+ provenance) and OUT/holes.json with metrics before and "
+                    "after (Judged@k, Hole@k). The original qrels are never modified.")
+    holes.add_argument("--dataset", type=Path, required=True, help="BEIR folder: corpus.jsonl, queries.jsonl, qrels/<split>.tsv")
+    holes.add_argument("--run", type=Path, required=True, help="TREC run file (qid Q0 docid rank score tag)")
+    holes.add_argument("--depth", type=int, default=10, help="judge holes within each query's top DEPTH (default 10)")
+    holes.add_argument("--split", default="test")
+    holes.add_argument("--out", type=Path, required=True, help="output folder")
+    holes.add_argument("-m", "--measure", dest="measures", action="append", metavar="MEASURE",
+                       help=f"measure to report (repeatable; default {' '.join(DEFAULT_MEASURES)} + Judged@DEPTH)")
+    holes.add_argument("--keep-identical-ids", action="store_true",
+                       help="keep retrieved documents whose id equals the query id (BEIR drops them; default: drop)")
+    add_judge_arguments(holes)
+    holes.set_defaults(handler=run_holes)
+
+    calibrate = subparsers.add_parser(
+        "judge-calibrate", help="agreement of a judge with human labels; fits the embedded judge's thresholds",
+        description="Judge a stratified sample of the split's human labels (positives and non-positives; unlabelled "
+                    "BM25 documents stand in when the qrels hold too few judged-0 pairs), split by query into a fit "
+                    "and a held-out part, fit the embedded judge's thresholds on the fit part and save them, and "
+                    "write OUT/calibration.json (accuracy, Cohen's kappa binary and graded, confusion).")
+    calibrate.add_argument("--dataset", type=Path, required=True)
+    calibrate.add_argument("--split", default="test")
+    calibrate.add_argument("--sample", type=int, required=True, help="pairs to judge (split evenly over the human levels)")
+    calibrate.add_argument("--seed", type=int, default=13)
+    calibrate.add_argument("--out", type=Path, required=True)
+    calibrate.add_argument("--cross-encoder", metavar="MODEL",
+                           help="embedded judge: also score with this cross-encoder (a model folder); the fitted "
+                                "thresholds then name it")
+    calibrate.add_argument("--no-save-default", action="store_true",
+                           help="write the fitted thresholds to OUT only, not to the default location")
+    calibrate.add_argument("--index-dir", type=Path, help="BM25 indexes for the negatives (default $IRFORGE_INDEX_DIR or the user data dir)")
+    add_judge_arguments(calibrate)
+    calibrate.set_defaults(handler=run_calibrate)
+
+
+def check_judge_choice(args: argparse.Namespace) -> None:
+    """ValueError for a --judge that is neither 'embedded' nor an existing file (before any work)."""
+    if args.judge != "embedded" and not Path(args.judge).is_file():
+        raise ValueError(f"--judge {args.judge}: neither 'embedded' nor an existing judge spec file")
+
+
+def _open_core(args):
+    from irforge.judge.factory import open_judge
+
+    return open_judge(args.judge, args.store, thresholds_path=args.thresholds)
+
+
+def fill_holes(args, dataset: Path, run_path: Path, out: Path, depth: int, split: str, measures, drop_identical: bool,
+               report_name: str | None) -> dict:
+    """Read the run, judge its holes, write the layer (and the report unless report_name is None)."""
+    from irforge.judge.holes import HoleFiller, HoleSettings, write_outputs
+
+    settings = HoleSettings(depth=depth, relevant_from=args.relevant_from, drop_identical_ids=drop_identical,
+                            measures=tuple(measures or DEFAULT_MEASURES))
+    run = read_trec_run(run_path).run
+    with _open_core(args) as core:
+        report, labelled, _ = HoleFiller(core, settings, tqdm_progress).run(dataset, run, split, run_name=str(run_path))
+        report["store"] = str(core.store.path) if core.store is not None else None
+    write_outputs(out, report, labelled, report_name)
+    return report
+
+
+def print_holes(report: dict, out=None) -> None:
+    out = out or sys.stdout
+    depth = report["depth"]
+    out.write(f"\n{report['dataset']} · {report['split']} · holes in the top {depth}: {report['holes']} · judged "
+              f"{report['judged']} ({report['from_store']} from the store) · judge calls {report['judge_calls']} · "
+              f"unparsed {report['unparsed']} · failed {report['failed']}\n")
+    before, after = report["metrics_before"], report["metrics_after"]
+    width = max(len(name) for name in before)
+    out.write(f"{'measure':<{width}}  before   after\n")
+    for name in before:
+        out.write(f"{name:<{width}}  {before[name]:.4f}  {after[name]:.4f}\n")
+
+
+def run_holes(args: argparse.Namespace) -> int:
+    if args.depth < 1:
+        print(f"irforge judge-holes: error: --depth must be at least 1, got {args.depth}", file=sys.stderr)
+        return 2
+    report = fill_holes(args, args.dataset, args.run, args.out, args.depth, args.split, args.measures,
+                        not args.keep_identical_ids, "holes.json")
+    print_holes(report)
+    print(f"wrote {args.out / 'holes.json'}" + (f" and {report['files']['judged_qrels']}" if report["files"]["judged_qrels"] else ""))
+    return _not_all_judged("judge-holes", report)
+
+
+def _not_all_judged(command: str, report: dict) -> int:
+    if report["failed"] or report["unparsed"]:
+        print(f"irforge {command}: {report['failed']} holes failed and {report['unparsed']} got no valid label; they "
+              f"are not in the judged layer (run again to retry them)", file=sys.stderr)
+        return EXIT_NOT_ALL_JUDGED
+    return 0
+
+
+def fill_holes_after_eval(args: argparse.Namespace, spec, results: dict) -> int:
+    """`irforge eval --fill-holes K`: the same hole filling on the run just written; the report
+    goes into results.json as `holes`, the layer beside run.trec."""
+    out = Path(spec.out_dir)
+    report = fill_holes(args, spec.dataset, out / results["files"]["run"], out, args.fill_holes, spec.split,
+                        spec.measures, spec.drop_identical_ids, report_name=None)
+    results["holes"] = report
+    results["files"].update({name: value for name, value in report["files"].items() if value})
+    write_json_atomic(out / "results.json", results)
+    print_holes(report)
+    return _not_all_judged("eval", report)
+
+
+def run_calibrate(args: argparse.Namespace) -> int:
+    from irforge.judge.backends.embedded import (
+        SCORE_WITH_CROSS_ENCODER,
+        EmbeddedJudge,
+        Thresholds,
+        default_thresholds_path,
+        find_thresholds,
+    )
+    from irforge.judge.calibration import CalibrationSettings, calibrate
+    from irforge.judge.factory import open_backend
+    from irforge.judge.store import JudgementStore
+
+    settings = CalibrationSettings(sample=args.sample, split=args.split, seed=args.seed, relevant_from=args.relevant_from)
+    if args.cross_encoder:
+        if args.judge != "embedded":
+            print("irforge judge-calibrate: error: --cross-encoder applies to the embedded judge only", file=sys.stderr)
+            return 2
+        start = find_thresholds(args.thresholds)
+        backend = EmbeddedJudge(Thresholds(start.cuts, model=start.model, score=SCORE_WITH_CROSS_ENCODER,
+                                           cross_encoder=args.cross_encoder, source="starting point"))
+    else:
+        backend = open_backend(args.judge, thresholds_path=args.thresholds)
+    bar = tqdm_progress("judging the calibration sample", args.sample, "pair")
+    try:
+        with JudgementStore(args.store) as store:
+            report, fitted = calibrate(args.dataset, settings, backend, store, index_dir=args.index_dir, progress=bar.update)
+    finally:
+        bar.close()
+        backend.close()
+    files = {"calibration": "calibration.json"}
+    if fitted is not None:
+        fitted.save(args.out / "embedded-thresholds.json")
+        files["thresholds"] = "embedded-thresholds.json"
+        if not args.no_save_default:
+            files["default_thresholds"] = str(fitted.save(default_thresholds_path()))
+    report["files"] = files
+    write_json_atomic(args.out / "calibration.json", report)
+    held = report["held_out"]
+    print(f"\n{report['dataset']} · {report['split']} · {report['sample']['drawn']} pairs "
+          f"({report['sample']['held_out_pairs']} held out) · judge {report['judge']['backend']} {report['judge']['model']}")
+    for name in ("accuracy", "kappa_binary", "kappa_graded"):
+        value = held[name]
+        print(f"{name:<13} {'n/a' if value is None else f'{value:.4f}'} (held out)")
+    if fitted is not None:
+        print(f"thresholds {', '.join(f'{c:.4f}' for c in fitted.cuts)} saved to "
+              f"{files.get('default_thresholds', args.out / 'embedded-thresholds.json')}")
+    return 0
