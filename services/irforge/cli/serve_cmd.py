@@ -60,6 +60,12 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--no-judge", action="store_true", help="no judge service")
     parser.add_argument("--model", default=build.DEFAULT_MODEL, help=f"model the models service serves (default {build.DEFAULT_MODEL})")
     parser.add_argument("--job-workers", type=int, default=2, help="jobs the orchestrator runs at once")
+    backends = parser.add_argument_group("backends (passed to the corpus and judge services)")
+    backends.add_argument("--backend", choices=("embedded", "elasticsearch"), default="embedded", help="lexical backend")
+    backends.add_argument("--elasticsearch-url", help="Elasticsearch URL (default $IRFORGE_ELASTICSEARCH_URL)")
+    backends.add_argument("--vector-backend", choices=("embedded", "qdrant"), default="embedded", help="vector backend")
+    backends.add_argument("--qdrant-url", help="Qdrant server URL (default $IRFORGE_QDRANT_URL)")
+    backends.add_argument("--judge", default="embedded", help="'embedded' or a judge spec YAML (default embedded)")
     parser.add_argument("--startup-timeout", type=float, default=180.0, help="seconds each service has to pass its health check")
     parser.set_defaults(handler=run_serve)
 
@@ -149,11 +155,14 @@ def start_platform(args, logs: Path) -> list[ServiceProcess]:
     from irforge.cli import service_cmd
 
     env = _environment(args.state_dir)
-    roles: list[tuple[str, list[str]]] = [("corpus", []), ("evaluator", [])]
+    corpus = ["--backend", args.backend, "--vector-backend", args.vector_backend]
+    corpus += ["--elasticsearch-url", args.elasticsearch_url] if args.elasticsearch_url else []
+    corpus += ["--qdrant-url", args.qdrant_url] if args.qdrant_url else []
+    roles: list[tuple[str, list[str]]] = [("corpus", corpus), ("evaluator", [])]
     if not args.no_models:
         roles.append(("models", ["--ray", "--model", args.model]))
     if not args.no_judge and "judge" in service_cmd.SERVICES:
-        roles.append(("judge", []))
+        roles.append(("judge", ["--judge", args.judge]))
     services: list[ServiceProcess] = []
     try:
         # Every backing service starts at once (their imports and model loads overlap) ...
