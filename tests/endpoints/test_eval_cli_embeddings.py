@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
 
 from irforge.cli.main import main
 from irforge.data import BeirDataset

@@ -7,7 +7,7 @@ import sys
 from contextlib import ExitStack
 from pathlib import Path
 
-from irforge.cli import build
+from irforge.cli import build, judge_cmd
 from irforge.corpus.settings import Bm25Settings
 from irforge.evaluator.measures import DEFAULT_MEASURES, parse_measures
 from irforge.pipeline.eval_job import EvalJob, EvalJobSpec
@@ -45,6 +45,10 @@ def add_parser(subparsers) -> None:
     remote.add_argument("--corpus-server", metavar="HOST:PORT", help="corpus service address (overrides --server)")
     remote.add_argument("--evaluator-server", metavar="HOST:PORT", help="evaluator service address (overrides --server)")
     remote.add_argument("--encoder-server", metavar="HOST:PORT", help="encoder service address (overrides --server)")
+    parser.add_argument("--fill-holes", type=int, metavar="K",
+                        help="after evaluating, judge the unlabelled documents of each query's top K (see judge-holes): "
+                             "results.json gets `holes`, OUT gets qrels.judged.tsv")
+    judge_cmd.add_judge_arguments(parser)
     parser.set_defaults(handler=run_eval)
 
 
@@ -55,6 +59,11 @@ def run_eval(args: argparse.Namespace) -> int:
             measures=tuple(args.measures or DEFAULT_MEASURES), drop_identical_ids=not args.keep_identical_ids,
         )
         parse_measures(list(spec.measures))  # fail before any indexing work
+        fill_holes = getattr(args, "fill_holes", None)   # callers building their own Namespace may omit it
+        if fill_holes is not None and fill_holes < 1:
+            raise ValueError(f"--fill-holes must be at least 1, got {fill_holes}")
+        if fill_holes is not None:
+            judge_cmd.check_judge_choice(args)  # a bad --judge fails before the evaluation, not after it
         settings = build.settings_from_args(args)
     except ValueError as error:
         print(f"irforge eval: error: {error}", file=sys.stderr)
@@ -67,6 +76,8 @@ def run_eval(args: argparse.Namespace) -> int:
             return 2
         results = EvalJob(spec, retriever, evaluator, mode).run()
     print_table(results, sys.stdout)
+    if fill_holes is not None:
+        return judge_cmd.fill_holes_after_eval(args, spec, results)
     return 0
 
 

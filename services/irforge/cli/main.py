@@ -7,19 +7,21 @@ import os
 import sys
 
 from irforge import __version__
-from irforge.cli import eval_cmd, metrics_cmd, service_cmd
+from irforge.cli import eval_cmd, jobs_cmd, judge_cmd, metrics_cmd, qc_cmd, serve_cmd, service_cmd, shard_cmd
 from irforge.common.grpc_errors import ServiceUnavailable
 from irforge.corpus.errors import CorpusError
 from irforge.data.errors import DataFormatError
 from irforge.endpoints.errors import EndpointError
 from irforge.evaluator.core import EvaluationError
 from irforge.evaluator.measures import MeasureError
+from irforge.judge.errors import JudgeError
 from irforge.models.errors import ModelError
 
 # Never reach a model hub at run time; models come from packages or mounted paths.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-USER_ERRORS = (DataFormatError, MeasureError, EvaluationError, CorpusError, ModelError, EndpointError, ServiceUnavailable)
+USER_ERRORS = (DataFormatError, MeasureError, EvaluationError, CorpusError, ModelError, EndpointError, ServiceUnavailable,
+               JudgeError)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -29,6 +31,11 @@ def build_parser() -> argparse.ArgumentParser:
     eval_cmd.add_parser(subparsers)
     metrics_cmd.add_parser(subparsers)
     service_cmd.add_parser(subparsers)
+    serve_cmd.add_parser(subparsers)
+    jobs_cmd.add_parsers(subparsers)
+    qc_cmd.add_parser(subparsers)
+    judge_cmd.add_parser(subparsers)
+    shard_cmd.add_parser(subparsers)
     return parser
 
 

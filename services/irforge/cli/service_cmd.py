@@ -11,9 +11,13 @@ from pathlib import Path
 
 from irforge.cli import build
 from irforge.common.grpc_server import start_server
+from irforge.common.observability import add_observability_arguments, start_observability
 from irforge.corpus.lexical import BACKENDS
+from irforge.orchestrator.config import add_orchestrator_arguments
 
-SERVICES = ("corpus", "evaluator", "models", "all")
+SERVICES = ("corpus", "evaluator", "models", "judge", "orchestrator", "all")
+# The platform's port convention (irforge serve, the Helm chart): one well-known port per role.
+DEFAULT_PORTS = {"orchestrator": 50050, "corpus": 50051, "evaluator": 50052, "models": 50053, "judge": 50054, "all": 50051}
 
 
 def add_parser(subparsers) -> None:
@@ -24,13 +28,18 @@ def add_parser(subparsers) -> None:
     )
     parser.add_argument("name", choices=SERVICES)
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: loopback only)")
-    parser.add_argument("--port", type=int, default=50051, help="port (0 picks a free one; the chosen port is printed)")
+    parser.add_argument("--port", type=int, help="port (0 picks a free one; the chosen port is printed; default: "
+                        + ", ".join(f"{name} {port}" for name, port in DEFAULT_PORTS.items()) + ")")
     parser.add_argument("--backend", choices=BACKENDS, default="embedded", help="lexical backend of the corpus service")
     parser.add_argument("--index-dir", type=Path, help="embedded indexes (default $IRFORGE_INDEX_DIR or the user data dir)")
     parser.add_argument("--elasticsearch-url", help="Elasticsearch URL (default $IRFORGE_ELASTICSEARCH_URL)")
     parser.add_argument("--workers", type=int, default=8, help="request-handling threads")
+    parser.add_argument("--judge", default="embedded", help="judge service: 'embedded' or a judge spec YAML (default embedded)")
+    parser.add_argument("--store", type=Path, help="judge service: judgement store (default $IRFORGE_JUDGE_STORE or the user data dir)")
+    add_observability_arguments(parser)
     build.add_vector_store_arguments(parser)
     build.add_encoder_arguments(parser)
+    add_orchestrator_arguments(parser)
     parser.set_defaults(handler=run_service, model=None)
 
 
@@ -54,12 +63,23 @@ def build_bindings(args: argparse.Namespace, stack: ExitStack) -> list:
         spec = build.encoder_spec_from_args(argparse.Namespace(**{**vars(args), "model": args.model or build.DEFAULT_MODEL}))
         encoder, _ = build.local_encoder(spec, args.ray, stack)
         bindings.append(models_server.binding({encoder.identity["model"]: encoder}))
+    if args.name == "judge":
+        from irforge.judge import server as judge_server
+        from irforge.judge.factory import open_judge
+
+        bindings.append(judge_server.binding(stack.enter_context(open_judge(args.judge, args.store))))
+    if args.name == "orchestrator":
+        from irforge.orchestrator import server as orchestrator_server
+        from irforge.orchestrator.config import orchestrator_from_args
+
+        bindings.append(orchestrator_server.binding(orchestrator_from_args(args, stack)))
     return bindings
 
 
 def run_service(args: argparse.Namespace) -> int:
     with ExitStack() as stack:
-        running = start_server(build_bindings(args, stack), host=args.host, port=args.port, max_workers=args.workers)
+        start_observability(args.name, args.host, args.metrics_port, args.log_format, stack)
+        running = start_server(build_bindings(args, stack), host=args.host, port=DEFAULT_PORTS[args.name] if args.port is None else args.port, max_workers=args.workers)
         stop = threading.Event()
         for signum in (signal.SIGINT, signal.SIGTERM):
             signal.signal(signum, lambda *_: stop.set())

@@ -23,9 +23,12 @@ QUERIES_PER_REQUEST = 1000  # BatchSearch request size: keeps each request messa
 
 
 class RemoteCorpus:
-    def __init__(self, address: str, timeout: float = 600.0):
+    def __init__(self, address: str, timeout: float = 600.0, ingest_timeout: float | None = None):
         self.address = address
         self.timeout = timeout
+        # Ingest's stream lasts as long as the corpus; None leaves it open-ended (interactive use),
+        # jobs set a deadline so a silent service can never hold them forever.
+        self.ingest_timeout = ingest_timeout
         self._channel = open_channel(address)
         self._stub = corpus_pb2_grpc.CorpusStub(self._channel)
 
@@ -60,13 +63,26 @@ class RemoteCorpus:
         return self._call(self._stub.DeleteCorpus, corpus_pb2.DeleteCorpusRequest(corpus_id=corpus_id)).deleted
 
     def ingest(self, corpus_id: str, batches: Iterable[list[Document]]) -> Iterator[IngestProgress]:
-        def requests():
-            yield corpus_pb2.IngestRequest(corpus_id=corpus_id)
-            for batch in batches:
-                yield corpus_pb2.IngestRequest(documents=[protocol.document_to_proto(d) for d in batch])
+        reading_failed: list[BaseException] = []
 
-        for message in self._stream(self._stub.Ingest(requests(), timeout=None)):
-            yield protocol.progress_from_proto(message)
+        def requests():
+            try:
+                yield corpus_pb2.IngestRequest(corpus_id=corpus_id)
+                for batch in batches:
+                    yield corpus_pb2.IngestRequest(documents=[protocol.document_to_proto(d) for d in batch])
+            except BaseException as error:
+                reading_failed.append(error)
+                raise
+
+        try:
+            for message in self._stream(self._stub.Ingest(requests(), timeout=self.ingest_timeout)):
+                yield protocol.progress_from_proto(message)
+        except Exception:
+            # gRPC reads the requests on its own thread and reports a failure there (a bad corpus
+            # line, a cancel) only as "Exception iterating requests": raise the real error instead.
+            if reading_failed:
+                raise reading_failed[0] from None
+            raise
 
     def search(self, corpus_id: str, query: Query, k: int) -> list[Hit]:
         request = corpus_pb2.SearchRequest(corpus_id=corpus_id, query=protocol.query_to_proto(query), k=k)

@@ -20,7 +20,6 @@ from irforge.orchestrator.errors import JobSpecError
 from irforge.orchestrator.spec import JobSpec
 from irforge.pipeline.progress import ProgressFactory
 from irforge.pipeline.retrievers.hybrid import FusionSettings
-from irforge.v1 import corpus_pb2
 
 
 @dataclass(frozen=True)
@@ -49,36 +48,11 @@ class ServiceAddresses:
 
 
 class DeadlineCorpus(RemoteCorpus):
-    """RemoteCorpus with two changes to Ingest: the stream has a deadline (the stock client leaves
-    it open-ended for interactive use; a job must never wait forever on a silent service), and an
-    error raised while reading the corpus (a bad line, a cancel) is raised as itself: gRPC reads
-    the requests in its own thread and would report only "Exception iterating requests"."""
+    """RemoteCorpus whose Ingest stream has a deadline: a job must never wait forever on a silent
+    service (the stock client leaves it open-ended for interactive use)."""
 
     def __init__(self, address: str, timeout: float, ingest_timeout: float):
-        super().__init__(address, timeout=timeout)
-        self.ingest_timeout = ingest_timeout
-
-    def ingest(self, corpus_id, batches):
-        from irforge.corpus import protocol
-
-        reading_failed: list[BaseException] = []
-
-        def requests():
-            try:
-                yield corpus_pb2.IngestRequest(corpus_id=corpus_id)
-                for batch in batches:
-                    yield corpus_pb2.IngestRequest(documents=[protocol.document_to_proto(d) for d in batch])
-            except BaseException as error:
-                reading_failed.append(error)
-                raise
-
-        try:
-            for message in self._stream(self._stub.Ingest(requests(), timeout=self.ingest_timeout)):
-                yield protocol.progress_from_proto(message)
-        except Exception:
-            if reading_failed:
-                raise reading_failed[0] from None
-            raise
+        super().__init__(address, timeout=timeout, ingest_timeout=ingest_timeout)
 
 
 @dataclass
