@@ -70,7 +70,7 @@ def build_job(args: argparse.Namespace, stack: ExitStack):
         raise ValueError(f"--reranker given twice: {repeated}")
     encoder_spec = build.encoder_spec_from_args(args)
 
-    judge = open_judge(args.judge, args.store, thresholds_path=args.judge_thresholds)
+    judge = open_judge(args.judge, args.store, thresholds_path=args.judge_thresholds, cache_path=args.embedding_cache)
     if hasattr(judge, "close"):
         stack.callback(judge.close)
     corpus = CorpusService(make_backend("embedded", index_dir=args.index_dir), build.vector_backend_from_args(args))

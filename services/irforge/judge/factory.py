@@ -20,12 +20,14 @@ from irforge.judge.store import JudgementStore
 EMBEDDED = "embedded"
 
 
-def open_backend(judge: str | Path | None = EMBEDDED, *, thresholds_path: Path | None = None):
-    """The backend alone (no store): the embedded judge or an LLM judge from a spec file."""
+def open_backend(judge: str | Path | None = EMBEDDED, *, thresholds_path: Path | None = None,
+                 cache_path: Path | None = None):
+    """The backend alone (no store): the embedded judge or an LLM judge from a spec file.
+    `cache_path`: the embedding cache the embedded judge reads and fills (default: irforge's)."""
     if judge is None or str(judge) == EMBEDDED:
         from irforge.judge.backends.embedded import EmbeddedJudge
 
-        return EmbeddedJudge.load(thresholds_path)
+        return EmbeddedJudge.load(thresholds_path, cache_path=cache_path)
     path = Path(judge)
     if not path.is_file():
         raise JudgeSpecError(f"--judge {judge}: neither 'embedded' nor an existing judge spec file")
@@ -38,9 +40,9 @@ def open_backend(judge: str | Path | None = EMBEDDED, *, thresholds_path: Path |
 
 
 def open_judge(judge: str | Path | None = EMBEDDED, store_path: Path | None = None, *,
-               thresholds_path: Path | None = None) -> JudgeCore:
+               thresholds_path: Path | None = None, cache_path: Path | None = None) -> JudgeCore:
     """A JudgeCore over the chosen backend and the judgement store (close it, or use `with`)."""
-    backend = open_backend(judge, thresholds_path=thresholds_path)
+    backend = open_backend(judge, thresholds_path=thresholds_path, cache_path=cache_path)
     try:
         return JudgeCore(backend, JudgementStore(store_path))
     except BaseException:

@@ -30,14 +30,20 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-import threading
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
 import platformdirs
 
-from irforge.judge.base import Judgement, JudgePair, Verdict, identity_sha256, text_sha256
+from irforge.common.sqlite_connections import ThreadConnections, switch_to_wal
+from irforge.judge.base import (
+    Judgement,
+    JudgePair,
+    Verdict,
+    identity_sha256,
+    text_sha256,
+)
 from irforge.judge.errors import JudgeStoreError
 
 STORE_ENV = "IRFORGE_JUDGE_STORE"
@@ -101,39 +107,22 @@ class JudgementStore:
     def __init__(self, path: str | os.PathLike[str] | None = None, *, timeout: float = BUSY_TIMEOUT_S):
         self.path = resolve_store_path(path)
         self.timeout = timeout
-        self._local = threading.local()
-        self._connections: list[sqlite3.Connection] = []
-        self._lock = threading.Lock()
-        self._closed = False
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as error:
             raise JudgeStoreError(f"cannot create the judgement store folder {self.path.parent}: {error}") from None
+        # One connection per thread and process; writes are explicit BEGIN IMMEDIATE transactions.
+        self._connections = ThreadConnections(self.path, timeout=timeout, what="judgement store",
+                                              error=JudgeStoreError, row_factory=sqlite3.Row)
         self._setup(self._connection())
 
     # -- connections ------------------------------------------------------------------------
     def _connection(self) -> sqlite3.Connection:
-        if self._closed:
-            raise JudgeStoreError(f"judgement store {self.path} is closed")
-        connection = getattr(self._local, "connection", None)
-        if connection is not None and self._local.pid == os.getpid():  # a forked child opens its own
-            return connection
-        try:
-            # Autocommit; writes are explicit BEGIN IMMEDIATE transactions. check_same_thread=False
-            # only so close() can close every thread's connection.
-            connection = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None,
-                                         check_same_thread=False)
-        except sqlite3.Error as error:
-            raise JudgeStoreError(f"cannot open the judgement store {self.path}: {error}") from None
-        connection.row_factory = sqlite3.Row
-        self._local.connection, self._local.pid = connection, os.getpid()
-        with self._lock:
-            self._connections.append(connection)
-        return connection
+        return self._connections.get()
 
     def _setup(self, connection: sqlite3.Connection) -> None:
         try:
-            mode = connection.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            mode = switch_to_wal(connection, self.timeout)
             if str(mode).lower() != "wal":
                 raise JudgeStoreError(f"judgement store {self.path}: cannot switch to WAL mode (got {mode!r})")
             version = connection.execute("PRAGMA user_version").fetchone()[0]
@@ -160,14 +149,7 @@ class JudgementStore:
             raise JudgeStoreError(f"judgement store {self.path} is unusable: {error}") from None
 
     def close(self) -> None:
-        with self._lock:
-            self._closed = True
-            connections, self._connections = self._connections, []
-        for connection in connections:
-            try:
-                connection.close()
-            except sqlite3.Error:
-                pass
+        self._connections.close()
 
     def __enter__(self) -> JudgementStore:
         return self

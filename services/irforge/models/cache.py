@@ -21,7 +21,6 @@ from __future__ import annotations
 import hashlib
 import os
 import sqlite3
-import threading
 from collections.abc import Iterable, Sequence
 from enum import Enum
 from pathlib import Path
@@ -29,6 +28,7 @@ from pathlib import Path
 import numpy as np
 import platformdirs
 
+from irforge.common.sqlite_connections import ThreadConnections, switch_to_wal
 from irforge.models.errors import ModelError
 
 CACHE_FILE_NAME = "embeddings.sqlite3"
@@ -82,42 +82,20 @@ class EmbeddingCache:
     def __init__(self, path: str | os.PathLike[str] | None = None, *, timeout: float = BUSY_TIMEOUT_S):
         self.path = Path(path) if path is not None else default_cache_path()
         self.timeout = timeout
-        self._local = threading.local()
-        self._connections: list[tuple[int, sqlite3.Connection]] = []  # (pid that opened it, connection)
-        self._lock = threading.Lock()
-        self._closed = False
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as error:
             raise EmbeddingCacheError(f"cannot create the embedding cache folder {self.path.parent}: {error}") from None
+        self._connections = ThreadConnections(self.path, timeout=timeout, what="embedding cache",
+                                              error=EmbeddingCacheError)
         self._setup(self._connection())
 
-    # --- connections -------------------------------------------------------------------------
-
     def _connection(self) -> sqlite3.Connection:
-        if self._closed:
-            raise EmbeddingCacheError(f"embedding cache {self.path} is closed")
-        connection = getattr(self._local, "connection", None)
-        # A forked child must not reuse its parent's connection: open its own.
-        if connection is not None and self._local.pid == os.getpid():
-            return connection
-        try:
-            # isolation_level=None: autocommit; transactions are explicit (BEGIN IMMEDIATE in put_many).
-            # check_same_thread=False only so close() may close every thread's connection.
-            # timeout: SQLite's busy timeout, how long to wait for another process's lock.
-            connection = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None,
-                                         check_same_thread=False)
-        except sqlite3.Error as error:
-            raise EmbeddingCacheError(f"cannot open the embedding cache {self.path}: {error}") from None
-        self._local.connection = connection
-        self._local.pid = os.getpid()
-        with self._lock:
-            self._connections.append((os.getpid(), connection))
-        return connection
+        return self._connections.get()
 
     def _setup(self, connection: sqlite3.Connection) -> None:
         try:
-            mode = connection.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            mode = switch_to_wal(connection, self.timeout)
             if str(mode).lower() != "wal":
                 raise EmbeddingCacheError(f"embedding cache {self.path}: cannot switch to WAL mode (got {mode!r})")
             version = connection.execute("PRAGMA user_version").fetchone()[0]
@@ -223,17 +201,7 @@ class EmbeddingCache:
 
     def close(self) -> None:
         """Close every thread's connection (idempotent). The cache is unusable afterwards."""
-        with self._lock:
-            self._closed = True
-            connections, self._connections = self._connections, []
-        for pid, connection in connections:
-            if pid != os.getpid():
-                continue  # inherited across fork: the parent's to close, not ours
-            try:
-                connection.close()
-            except sqlite3.Error:
-                pass
-        self._local.connection = None
+        self._connections.close()
 
     def __enter__(self) -> EmbeddingCache:
         return self
