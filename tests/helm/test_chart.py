@@ -279,6 +279,8 @@ def test_configmap_points_each_service_at_a_rendered_service(rendered):
         assert int(port) in services.get(host, set()), f"{variable}={config['data'][variable]} matches no Service"
     assert config["data"]["HF_HUB_OFFLINE"] == "1"
     assert not any("KEY" in name for name in config["data"]), "keys never go into the ConfigMap"
+    # The orchestrator reads and writes only below the datasets mount and its state volume.
+    assert config["data"]["IRFORGE_ALLOWED_ROOTS"].split(":") == ["/datasets", "/var/lib/irforge/state"]
 
 
 def test_sharding_rbac_is_scoped_to_jobs_and_pods(chart):

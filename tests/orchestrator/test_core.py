@@ -283,3 +283,33 @@ def test_a_job_on_a_team_search_endpoint_gives_what_irforge_eval_gives(make_orch
     assert got["metrics"] == pytest.approx(expected["metrics"], abs=1e-12)
     assert (orchestrator.results_dir(record.job_id) / "run.trec").read_bytes() == (out / "run.trec").read_bytes()
     assert got["retriever"]["probe"]["sha256"] == expected["retriever"]["probe"]["sha256"]
+
+
+def test_allowed_roots_refuse_paths_outside_them(make_orchestrator, scifact_tiny, tmp_path):
+    """On a shared platform a client must not make the orchestrator read or write anywhere else:
+    the dataset, spec files and output must resolve inside an allowed root (symlinks and .. included)."""
+    from irforge.orchestrator.errors import JobSpecError
+
+    root = tmp_path / "datasets"
+    root.mkdir()
+    inside = root / "scifact"
+    inside.symlink_to(scifact_tiny)                     # a link inside the root that points out of it
+    orchestrator = make_orchestrator(allowed_roots=(root, tmp_path / "runs"))
+    for spec, field in [
+        (JobSpec(dataset=str(scifact_tiny), retriever="bm25"), "dataset"),
+        (JobSpec(dataset=str(inside), retriever="bm25"), "dataset"),
+        (JobSpec(dataset=str(root / ".." / "elsewhere"), retriever="bm25"), "dataset"),
+    ]:
+        with pytest.raises(JobSpecError, match=f"'{field}'.*outside the orchestrator's allowed roots"):
+            orchestrator.submit(spec)
+    copied = root / "copy"
+    copied.mkdir()
+    for name in ("corpus.jsonl", "queries.jsonl"):
+        (copied / name).write_bytes((scifact_tiny / name).read_bytes())
+    (copied / "qrels").mkdir()
+    (copied / "qrels" / "test.tsv").write_bytes((scifact_tiny / "qrels" / "test.tsv").read_bytes())
+    with pytest.raises(JobSpecError, match="'output'.*outside"):
+        orchestrator.submit(JobSpec(dataset=str(copied), retriever="bm25", output=str(tmp_path / "other")))
+    job_id = orchestrator.submit(JobSpec(dataset=str(copied), retriever="bm25", output=str(tmp_path / "runs" / "a")))
+    record, _ = wait_for(orchestrator, job_id)
+    assert record.state == JobState.SUCCEEDED

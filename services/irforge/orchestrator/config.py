@@ -30,6 +30,9 @@ def add_orchestrator_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--state-dir", type=Path, help="job store (jobs.sqlite3) and job folders "
                        "(default $IRFORGE_STATE_DIR or the user data dir's irforge/orchestrator)")
     group.add_argument("--job-workers", type=int, default=2, help="jobs run at once (default 2)")
+    group.add_argument("--allowed-root", dest="allowed_roots", type=Path, action="append", metavar="DIR",
+                       help="refuse jobs whose dataset, spec files or output lie outside DIR (repeatable; default "
+                            "$IRFORGE_ALLOWED_ROOTS, colon-separated; none: any path — set it on a shared platform)")
     group.add_argument("--call-timeout", type=float, default=600.0, help="deadline of a call to a service, seconds")
     group.add_argument("--long-call-timeout", type=float, default=6 * 3600.0,
                        help="deadline of the calls that grow with the corpus (the Ingest stream, a judge batch), seconds")
@@ -54,7 +57,7 @@ def orchestrator_from_args(args: argparse.Namespace, stack: ExitStack) -> Orches
     # The embedding cache `irforge eval` uses ($IRFORGE_CACHE_DIR): vectors encoded by either are reused by both.
     orchestrator = Orchestrator(args.state_dir or default_state_dir(), services, workers=args.job_workers,
                                 max_attempts=args.max_attempts, backoff_s=args.retry_backoff,
-                                cache_path=default_cache_path())
+                                cache_path=default_cache_path(), allowed_roots=_allowed_roots(args))
     stack.callback(orchestrator.shutdown)
     return orchestrator.start()
 
@@ -68,3 +71,8 @@ def _shard_options(path: Path | None) -> dict:
     if not isinstance(options, dict):
         raise ValueError(f"--shard-runner-config {path}: expected a mapping of runner options, got {type(options).__name__}")
     return options
+
+
+def _allowed_roots(args: argparse.Namespace) -> tuple[Path, ...]:
+    roots = getattr(args, "allowed_roots", None) or [Path(p) for p in os.environ.get("IRFORGE_ALLOWED_ROOTS", "").split(":") if p]
+    return tuple(roots)

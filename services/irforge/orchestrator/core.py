@@ -48,11 +48,13 @@ LOGGED_EVENTS = {"QUEUED": logging.INFO, "RUNNING": logging.INFO, "SUCCEEDED": l
 
 class Orchestrator:
     def __init__(self, state_dir: Path, services: ServiceAddresses, *, workers: int = 2, max_attempts: int = 3,
-                 backoff_s: float = 1.0, progress_interval_s: float = 0.5, cache_path: Path | None = None):
+                 backoff_s: float = 1.0, progress_interval_s: float = 0.5, cache_path: Path | None = None,
+                 allowed_roots: tuple[Path, ...] = ()):
         if max_attempts < 1:
             raise ValueError(f"max_attempts must be at least 1, got {max_attempts}")
         self.state_dir = Path(state_dir)
         self.services = services
+        self.allowed_roots = tuple(Path(root) for root in allowed_roots)   # empty: any path (one user's machine)
         self.max_attempts = max_attempts
         self.backoff_s = backoff_s
         self.progress_interval_s = progress_interval_s
@@ -95,7 +97,7 @@ class Orchestrator:
     # -- the API ------------------------------------------------------------------------------
     def submit(self, spec: JobSpec) -> str:
         spec.validate()
-        spec.check_paths()
+        spec.check_paths(self.allowed_roots)
         steps = plan_steps(spec, self._endpoint_kind(spec))
         self._check_services(spec, steps)
         job_id = self.store.create_job(spec.as_dict(), steps)

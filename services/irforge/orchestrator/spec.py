@@ -93,8 +93,16 @@ class JobSpec:
             bad("measures", str(error))
         return self
 
-    def check_paths(self) -> None:
-        """The files the spec names exist where the job runs (called by the orchestrator)."""
+    def check_paths(self, allowed_roots: tuple[Path, ...] = ()) -> None:
+        """The files the spec names exist where the job runs (called by the orchestrator); with
+        `allowed_roots`, every path the job reads or writes resolves inside one of them, so a
+        client of a shared platform cannot make it read or overwrite anything else."""
+        if allowed_roots:
+            for field in PATH_FIELDS:
+                value = getattr(self, field)
+                if value and not _inside(Path(value), allowed_roots):
+                    raise JobSpecError(f"job spec field {field!r}: {value} is outside the orchestrator's allowed roots "
+                                       f"({', '.join(str(root) for root in allowed_roots)})")
         folder = Path(self.dataset)
         if not (folder / "corpus.jsonl").exists() and not (folder / "corpus.jsonl.gz").exists():
             raise JobSpecError(f"job spec field 'dataset': {self.dataset} holds no corpus.jsonl on the orchestrator's filesystem")
@@ -235,3 +243,7 @@ SERVICE_FLAGS = [
     ("--relevant-from", "relevant_from", 2),
 ]
 
+
+def _inside(path: Path, roots: tuple[Path, ...]) -> bool:
+    resolved = path.resolve()   # symlinks and .. resolved: no way out through either
+    return any(resolved.is_relative_to(root.resolve()) for root in roots)
