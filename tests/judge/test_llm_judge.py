@@ -13,6 +13,7 @@ import pytest
 
 from irforge.judge.backends.llm import REASK, OpenAIChatJudge
 from irforge.judge.base import JudgePair, Verdict, identity_sha256
+from irforge.judge.errors import JudgeSpecError
 from irforge.judge.spec import JudgeSpec
 from irforge.judge.template import DEFAULT_TEMPLATE
 
@@ -160,6 +161,17 @@ def test_token_budget_fails_the_rest_without_calls(make_judge, scripted_chat, sc
     # The budget is the judge's, across judge() calls.
     again = judge.judge(pairs[:1])
     assert again[0].verdict is Verdict.FAILED and len(scripted_chat.chat_requests) == 3
+
+
+def test_the_token_limit_is_sent_as_the_field_the_spec_names(make_judge, scripted_chat, scifact_pairs):
+    """OpenAI's reasoning models refuse max_tokens and take max_completion_tokens."""
+    scripted_chat.script(scripted.answer("2"))
+    judgement, = make_judge(token_limit_field="max_completion_tokens", max_tokens=2000).judge(pairs_of(scifact_pairs, 1))
+    assert judgement.label == 2
+    body = scripted_chat.chat_requests[0].body
+    assert body["max_completion_tokens"] == 2000 and "max_tokens" not in body
+    with pytest.raises(JudgeSpecError, match="token_limit_field"):
+        make_judge(token_limit_field="max_output_tokens")
 
 
 def test_tokens_and_cost_are_accounted_from_usage(make_judge, scripted_chat, scifact_pairs):

@@ -44,7 +44,10 @@ _INTS = ("max_concurrency", "max_retries", "circuit_breaker_failures", "request_
          "max_unparsed_retries", "max_tokens")
 _NUMBERS = ("timeout_s", "backoff_initial_s", "backoff_max_s", "temperature",
             "price_per_million_prompt_tokens", "price_per_million_completion_tokens")
-_TEXTS = ("kind", "url", "model", "api_key_env", "template")
+_TEXTS = ("kind", "url", "model", "api_key_env", "template", "token_limit_field")
+# OpenAI's reasoning models refuse `max_tokens` and take `max_completion_tokens`; most
+# OpenAI-compatible servers (vLLM, TGI, llama.cpp) take `max_tokens`.
+TOKEN_LIMIT_FIELDS = ("max_tokens", "max_completion_tokens")
 
 
 @dataclass(frozen=True)
@@ -65,6 +68,7 @@ class JudgeSpec:
     max_unparsed_retries: int = 2
     temperature: float = 0.0
     max_tokens: int = 5
+    token_limit_field: str = "max_tokens"   # the request field max_tokens is sent as (TOKEN_LIMIT_FIELDS)
     price_per_million_prompt_tokens: float = 0.0
     price_per_million_completion_tokens: float = 0.0
     source: str = ""                        # the file it came from, for messages
@@ -91,6 +95,9 @@ class JudgeSpec:
                                  f"got {self.url!r}")
         if not self.model.strip():
             raise JudgeSpecError(f"{where}: `model` is empty")
+        if self.token_limit_field not in TOKEN_LIMIT_FIELDS:
+            raise JudgeSpecError(f"{where}: `token_limit_field` {self.token_limit_field!r} is not one of "
+                                 f"{', '.join(TOKEN_LIMIT_FIELDS)}")
         for name in ("max_concurrency", "circuit_breaker_failures", "max_tokens"):
             if getattr(self, name) < 1:
                 raise JudgeSpecError(f"{where}: `{name}` must be at least 1, got {getattr(self, name)}")

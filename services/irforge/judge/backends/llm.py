@@ -193,7 +193,7 @@ class OpenAIChatJudge:
             try:
                 response = self._client.chat.completions.create(
                     model=self.spec.model, messages=messages,
-                    temperature=self.spec.temperature, max_tokens=self.spec.max_tokens)
+                    temperature=self.spec.temperature, **{self.spec.token_limit_field: self.spec.max_tokens})
             except json.JSONDecodeError as error:  # a 200 whose body is not JSON: an answer, not a transport failure
                 return _Reply("", f"the answer is not valid JSON ({error})")
             except openai.APIStatusError as error:
