@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,9 +32,9 @@ from irforge.models.reranker import (
     check_scores,
 )
 from irforge.models.serve import (
-    RETRYABLE_ERRORS,
     EncoderDeploymentConfig,
     _replica_info,
+    call_with_replica_retries,
     start_local_ray,
     validate_spec,
 )
@@ -149,20 +148,5 @@ class RayReranker:
         source = f"reranker deployment {self.app_name}"
         return [check_scores(scores, len(documents), source) for scores, (_, documents) in zip(answer, group)]
 
-    # The same loop as RayEncoder._call (a method there, raising EncoderUnavailable): copied rather
-    # than shared until serve.py offers it as a function.
     def _call(self, submit, what: str):
-        for attempt in range(self.max_retries + 1):
-            try:
-                return submit().result(timeout_s=self.timeout_s)
-            except RETRYABLE_ERRORS as error:
-                if attempt == self.max_retries:
-                    raise RerankerUnavailable(
-                        f"reranker deployment {self.app_name!r} failed {what} {attempt + 1} times; last: {error}"
-                    ) from error
-                delay = min(self.backoff_s * 2 ** attempt, self.max_backoff_s)
-                self.retries += 1
-                log.warning("reranker replica failed during %s (%s); retry %d/%d in %.1fs",
-                            what, type(error).__name__, attempt + 1, self.max_retries, delay)
-                time.sleep(delay)
-        raise AssertionError("unreachable")
+        return call_with_replica_retries(self, submit, what, "reranker", RerankerUnavailable)

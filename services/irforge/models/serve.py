@@ -76,6 +76,28 @@ class EncoderUnavailable(ModelError):
     """The encoder deployment did not answer a batch after every retry."""
 
 
+def call_with_replica_retries(owner, submit, what: str, component: str, unavailable: type[Exception]):
+    """`submit()` a call to a Serve deployment and wait for its answer; when the replica dies under
+    it (RETRYABLE_ERRORS: Serve restarts it), send the same batch again after capped exponential
+    backoff, so a batch is retried, never lost. `owner` (RayEncoder, RayReranker) carries the policy
+    (max_retries, timeout_s, backoff_s, max_backoff_s), app_name for messages, and counts `retries`.
+    After the last attempt: `unavailable` naming the deployment and the last error."""
+    for attempt in range(owner.max_retries + 1):
+        try:
+            return submit().result(timeout_s=owner.timeout_s)
+        except RETRYABLE_ERRORS as error:
+            if attempt == owner.max_retries:
+                raise unavailable(
+                    f"{component} deployment {owner.app_name!r} failed {what} {attempt + 1} times; last: {error}"
+                ) from error
+            delay = min(owner.backoff_s * 2 ** attempt, owner.max_backoff_s)
+            owner.retries += 1
+            log.warning("%s replica failed during %s (%s); retry %d/%d in %.1fs",
+                        component, what, type(error).__name__, attempt + 1, owner.max_retries, delay)
+            time.sleep(delay)
+    raise AssertionError("unreachable")
+
+
 # -- the deployment ----------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -374,17 +396,4 @@ class RayEncoder:
         return vectors
 
     def _call(self, submit, what: str):
-        for attempt in range(self.max_retries + 1):
-            try:
-                return submit().result(timeout_s=self.timeout_s)
-            except RETRYABLE_ERRORS as error:
-                if attempt == self.max_retries:
-                    raise EncoderUnavailable(
-                        f"encoder deployment {self.app_name!r} failed {what} {attempt + 1} times; last: {error}"
-                    ) from error
-                delay = min(self.backoff_s * 2 ** attempt, self.max_backoff_s)
-                self.retries += 1
-                log.warning("encoder replica failed during %s (%s); retry %d/%d in %.1fs",
-                            what, type(error).__name__, attempt + 1, self.max_retries, delay)
-                time.sleep(delay)
-        raise AssertionError("unreachable")
+        return call_with_replica_retries(self, submit, what, "encoder", EncoderUnavailable)
