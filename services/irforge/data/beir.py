@@ -17,25 +17,31 @@ from irforge.data.types import Document, Qrels, Query
 QRELS_HEADER = ("query-id", "corpus-id", "score")
 
 
+def _parse_line(path: Path, line_number: int, line: str, kind: str) -> tuple[dict[str, Any], str]:
+    """One JSON line's object and its `_id`; rejects malformed JSON and missing or unusable ids."""
+    try:
+        obj = json.loads(line)
+    except json.JSONDecodeError as error:
+        raise DataFormatError(path, f"malformed JSON ({error.msg} at column {error.colno})", line_number) from None
+    if not isinstance(obj, dict):
+        raise DataFormatError(path, f"expected a JSON object per line, got {type(obj).__name__}", line_number)
+    raw_id = obj.get("_id")
+    if raw_id is None or (isinstance(raw_id, str) and not raw_id.strip()):
+        raise DataFormatError(path, f"{kind} has no `_id`", line_number)
+    if not isinstance(raw_id, (str, int)) or isinstance(raw_id, bool):
+        raise DataFormatError(path, f"`_id` must be a string, got {json.dumps(raw_id)}", line_number)
+    item_id = str(raw_id)
+    if any(c.isspace() for c in item_id):
+        # TREC run and qrels files are whitespace-separated: such an id could never be scored.
+        raise DataFormatError(path, f"`_id` {item_id!r} contains whitespace", line_number)
+    return obj, item_id
+
+
 def _json_objects(path: Path, kind: str) -> Iterator[tuple[int, dict[str, Any], str]]:
     """(line number, object, its `_id`) per line; rejects malformed JSON, missing and duplicate ids."""
     seen: dict[str, int] = {}
     for line_number, line in numbered_lines(path):
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise DataFormatError(path, f"malformed JSON ({error.msg} at column {error.colno})", line_number) from None
-        if not isinstance(obj, dict):
-            raise DataFormatError(path, f"expected a JSON object per line, got {type(obj).__name__}", line_number)
-        raw_id = obj.get("_id")
-        if raw_id is None or (isinstance(raw_id, str) and not raw_id.strip()):
-            raise DataFormatError(path, f"{kind} has no `_id`", line_number)
-        if not isinstance(raw_id, (str, int)) or isinstance(raw_id, bool):
-            raise DataFormatError(path, f"`_id` must be a string, got {json.dumps(raw_id)}", line_number)
-        item_id = str(raw_id)
-        if any(c.isspace() for c in item_id):
-            # TREC run and qrels files are whitespace-separated: such an id could never be scored.
-            raise DataFormatError(path, f"`_id` {item_id!r} contains whitespace", line_number)
+        obj, item_id = _parse_line(path, line_number, line, kind)
         if item_id in seen:
             raise DataFormatError(path, f"duplicate {kind} id {item_id!r} (first seen on line {seen[item_id]})", line_number)
         seen[item_id] = line_number
@@ -58,16 +64,27 @@ def _metadata(path: Path, obj: dict[str, Any], line_number: int) -> dict[str, An
     return value
 
 
+def _document(path: Path, line_number: int, obj: dict[str, Any], doc_id: str) -> Document:
+    return Document(
+        doc_id=doc_id,
+        title=_text_field(path, obj, "title", line_number),
+        text=_text_field(path, obj, "text", line_number),
+        metadata=_metadata(path, obj, line_number),
+    )
+
+
 def iter_corpus(path: str | Path) -> Iterator[Document]:
     """Stream documents from a BEIR corpus.jsonl(.gz), one at a time."""
     path = Path(path)
     for line_number, obj, doc_id in _json_objects(path, "document"):
-        yield Document(
-            doc_id=doc_id,
-            title=_text_field(path, obj, "title", line_number),
-            text=_text_field(path, obj, "text", line_number),
-            metadata=_metadata(path, obj, line_number),
-        )
+        yield _document(path, line_number, obj, doc_id)
+
+
+def parse_document_line(path: str | Path, line_number: int, line: str) -> Document:
+    """One corpus line as iter_corpus reads it, for readers that skip to a range of lines (shard
+    workers): the same checks, except for duplicate ids, which need the whole stream."""
+    path = Path(path)
+    return _document(path, line_number, *_parse_line(path, line_number, line, "document"))
 
 
 def iter_queries(path: str | Path) -> Iterator[Query]:
