@@ -166,7 +166,12 @@ def rerank(ctx: StepContext) -> dict:
 def judge_holes(ctx: StepContext) -> dict:
     """As `irforge eval --fill-holes K`: judge the unlabelled documents of each query's top K of
     the evaluated run; the report joins results.json as `holes`, the layer lands beside run.trec."""
-    from irforge.judge.holes import HoleFiller, HoleSettings, write_outputs
+    from irforge.judge.holes import (
+        HoleFiller,
+        HoleSettings,
+        join_results,
+        write_outputs,
+    )
 
     spec, out_dir = ctx.spec, ctx.job_dir / "results"
     final = final_stage_output(ctx)
@@ -176,10 +181,7 @@ def judge_holes(ctx: StepContext) -> dict:
         Path(spec.dataset), read_run(ctx.job_dir / final["run_file"]), spec.split, run_name=str(out_dir / "run.trec"))
     report["store"] = where
     write_outputs(out_dir, report, labelled, report_name=None)
-    results = json.loads((out_dir / "results.json").read_text(encoding="utf-8"))
-    results["holes"] = report
-    results["files"].update({name: value for name, value in report["files"].items() if value})
-    write_json_atomic(out_dir / "results.json", results)
+    join_results(out_dir, report)
     if spec.output:
         copy_results(out_dir, Path(spec.output))
     return {"holes": report["holes"], "judged": report["judged"], "unparsed": report["unparsed"], "failed": report["failed"],
@@ -198,7 +200,7 @@ def evaluate(ctx: StepContext) -> dict:
     eval_spec = EvalJobSpec(dataset=Path(spec.dataset), out_dir=out_dir, split=spec.split, top_k=spec.top_k,
                             measures=spec.measures, drop_identical_ids=not spec.keep_identical_ids)
     job = EvalJob(eval_spec, stage, ctx.evaluator(), ctx.mode)
-    results = job.run()
+    results = job.evaluate()
     # EvalJob timed only its own evaluation; the job's index and retrieval work ran in earlier steps.
     durations = ctx.durations
     results["timings"] = {

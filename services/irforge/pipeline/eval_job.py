@@ -53,6 +53,14 @@ class EvalJob:
         self.timings: dict[str, float] = {}
 
     def run(self) -> dict:
+        """Evaluate and write OUT/results.json (run.trec is written on the way)."""
+        results = self.evaluate()
+        write_json_atomic(self.spec.out_dir / "results.json", results)
+        return results
+
+    def evaluate(self) -> dict:
+        """Everything run() does but write results.json: for callers that add to the record
+        first (the orchestrator's job timings and id), so it is written once."""
         started = time.perf_counter()
         spec = self.spec
         dataset = BeirDataset.open(spec.dataset)
@@ -76,9 +84,7 @@ class EvalJob:
         result = self._timed("evaluate_s", self.evaluator.evaluate, eval_qrels, run, list(spec.measures), options)
         self.timings["total_s"] = round(time.perf_counter() - started, 3)
 
-        results = self._results(dataset, fingerprint, queries, qrels, report, tracker, result, run_path)
-        write_json_atomic(spec.out_dir / "results.json", results)
-        return results
+        return self._results(dataset, fingerprint, queries, qrels, report, tracker, result, run_path)
 
     def _timed(self, name: str, step, *args):
         started = time.perf_counter()
