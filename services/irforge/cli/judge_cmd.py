@@ -137,9 +137,9 @@ def fill_holes_after_eval(args: argparse.Namespace, spec, results: dict) -> int:
     out = Path(spec.out_dir)
     report = fill_holes(args, spec.dataset, out / results["files"]["run"], out, args.fill_holes, spec.split,
                         spec.measures, spec.drop_identical_ids, report_name=None)
-    results["holes"] = report
-    results["files"].update({name: value for name, value in report["files"].items() if value})
-    write_json_atomic(out / "results.json", results)
+    from irforge.judge.holes import join_results
+
+    join_results(out, report, results)
     print_holes(report)
     return _not_all_judged("eval", report)
 

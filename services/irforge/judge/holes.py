@@ -227,6 +227,19 @@ def write_outputs(out_dir: Path, report: dict, labelled: Iterable[Judgement], re
     return files
 
 
+def join_results(out_dir: Path, report: dict, results: dict | None = None) -> dict:
+    """Add a holes report to OUT/results.json, as `holes` with its files under `files`: how
+    `irforge eval --fill-holes` and the orchestrator's judge step join an evaluation's record
+    (read from disk when `results` is not given; written atomically, NaN as null like holes.json)."""
+    path = Path(out_dir) / "results.json"
+    if results is None:
+        results = json.loads(path.read_text(encoding="utf-8"))
+    results["holes"] = _finite(report)
+    results["files"].update({name: value for name, value in report["files"].items() if value})
+    write_json_atomic(path, results)
+    return results
+
+
 def _finite(value):
     """JSON has no NaN: an undefined number is written as null."""
     if isinstance(value, float) and not math.isfinite(value):
