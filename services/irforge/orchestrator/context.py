@@ -211,29 +211,10 @@ class StepContext:
         from irforge.judge.client import RemoteJudge
 
         address = self.services.required("judge")
-        return _ServiceJudge(self._closing(RemoteJudge(address, timeout=self.services.long_call_timeout_s))), f"judge service {address}"
+        return self._closing(RemoteJudge(address, timeout=self.services.long_call_timeout_s)), f"judge service {address}"
 
     def close(self) -> None:
         self.stack.close()
-
-
-class _ServiceJudge:
-    """RemoteJudge plus the judge_id HoleFiller records (the hash of the service's identity)."""
-
-    def __init__(self, remote):
-        self.remote = remote
-
-    def identity(self) -> dict[str, str]:
-        return self.remote.identity()
-
-    @property
-    def judge_id(self) -> str:
-        from irforge.judge.base import identity_sha256
-
-        return identity_sha256(self.identity())
-
-    def judge(self, pairs, progress=None):
-        return self.remote.judge(pairs, progress)
 
 
 def worker_encoder_spec(described: dict):
