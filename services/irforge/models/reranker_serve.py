@@ -24,7 +24,6 @@ import numpy as np
 import ray
 from ray import serve
 
-from irforge.models.errors import ModelNotFound
 from irforge.models.reranker import (
     CrossEncoderReranker,
     RerankerSpec,
@@ -35,6 +34,7 @@ from irforge.models.serve import (
     EncoderDeploymentConfig,
     _replica_info,
     call_with_replica_retries,
+    run_app,
     start_local_ray,
     validate_spec,
 )
@@ -82,13 +82,7 @@ def start_reranker_app(spec: RerankerSpec, config: RerankerDeploymentConfig = Re
         start_local_ray()
     config = config.resolved()
     app = RerankerDeployment.options(**config.deployment_options()).bind(spec, config.torch_threads)
-    try:
-        return serve.run(app, name=name, route_prefix=route_prefix)
-    except RuntimeError as error:
-        if "ModelNotFound" in str(error):
-            serve.delete(name)
-            raise ModelNotFound(f"the reranker replicas could not load {spec.model!r}: {error}") from None
-        raise
+    return run_app(app, name, route_prefix, "reranker", spec.model)
 
 
 class RayReranker:

@@ -304,12 +304,18 @@ def start_encoder_app(spec: EncoderSpec, config: EncoderDeploymentConfig = Encod
     config = config.resolved()
     app = EncoderDeployment.options(**config.deployment_options()).bind(
         spec, config.torch_threads, config.max_batch_size, config.batch_wait_timeout_s)
+    return run_app(app, name, route_prefix, "encoder", spec.model)
+
+
+def run_app(app, name: str, route_prefix: str | None, component: str, model: str):
+    """serve.run, but a replica that cannot load its model is ModelNotFound (and the half-deployed
+    application is deleted) instead of Serve's RuntimeError."""
     try:
         return serve.run(app, name=name, route_prefix=route_prefix)
     except RuntimeError as error:
         if "ModelNotFound" in str(error):
             serve.delete(name)
-            raise ModelNotFound(f"the encoder replicas could not load {spec.model!r}: {error}") from None
+            raise ModelNotFound(f"the {component} replicas could not load {model!r}: {error}") from None
         raise
 
 
