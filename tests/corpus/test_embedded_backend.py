@@ -32,13 +32,16 @@ def test_index_persists_and_reopens_without_reindexing(tmp_path):
     assert reopened.search("c", [Query("q", "aspirin")], 10) == hits
 
 
-def test_a_commit_replaces_the_generation_and_removes_the_old_one(tmp_path):
+def test_a_commit_replaces_the_generation_keeping_one_previous_for_readers(tmp_path):
     backend = ready(tmp_path)
     assert json.loads((tmp_path / "c" / "meta.json").read_text())["generation"] == "g000001"
     list(backend.ingest("c", iter([[Document("z", "", "zebrafish")]])))
     folders = sorted(p.name for p in (tmp_path / "c").iterdir() if p.is_dir())
-    assert folders == ["g000002"]
+    assert folders == ["g000001", "g000002"]  # g000001 stays: another reader may be loading it
     assert backend.search("c", [Query("q", "zebrafish")], 10)[0][0].doc_id == "z"
+    list(backend.ingest("c", iter([[Document("y", "", "yak")]])))
+    folders = sorted(p.name for p in (tmp_path / "c").iterdir() if p.is_dir())
+    assert folders == ["g000002", "g000003"]
 
 
 def test_a_crash_mid_commit_leaves_the_previous_index_in_service(tmp_path):

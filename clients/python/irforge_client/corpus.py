@@ -46,12 +46,14 @@ class CorpusClient:
         return self._stub.DeleteCorpus(corpus_pb2.DeleteCorpusRequest(corpus_id=corpus_id), timeout=self.timeout).deleted
 
     def ingest(self, corpus_id: str, documents: Iterable[Mapping], batch_size: int = 500) -> Iterator[IngestReport]:
-        """Yields a report per acknowledged batch; the last one has committed=True."""
+        """Yields a report per acknowledged batch; the last one has committed=True. The corpus is
+        committed only if `documents` ends normally: an exception from it commits nothing."""
         def requests():
             yield corpus_pb2.IngestRequest(corpus_id=corpus_id)
             iterator = iter(documents)
             while batch := list(islice(iterator, batch_size)):
                 yield corpus_pb2.IngestRequest(documents=[self._document(d) for d in batch])
+            yield corpus_pb2.IngestRequest(commit=True)  # reached only when `documents` ended normally
 
         for message in self._stub.Ingest(requests()):
             yield IngestReport(message.received, message.indexed, message.failed,

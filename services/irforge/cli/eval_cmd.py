@@ -109,8 +109,11 @@ def print_table(results: dict, out) -> None:
     if counts["documents_failed"]:
         out.write(f"documents not indexed: {counts['documents_failed']} (see results.json counts.document_errors)\n")
     work = []
+    if counts.get("reindexed_because"):
+        out.write(f"bm25 index not reused: {counts['reindexed_because']}\n")
     if "documents_ingested" in counts:
-        work.append("bm25 index reused" if counts["ingest_skipped"] else f"{counts['documents_ingested']} documents indexed")
+        work.append("bm25 index reused (complete: fingerprint and document count match)" if counts["ingest_skipped"]
+                    else f"{counts['documents_ingested']} documents indexed")
     if "documents_encoded" in counts:
         work.append("vectors reused" if counts["vectors_skipped"] else
                     f"{counts['documents_encoded']} documents encoded ({counts['documents_reused_from_cache']} from cache)")

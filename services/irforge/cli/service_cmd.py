@@ -13,10 +13,12 @@ from irforge.cli import build
 from irforge.common.grpc_server import start_server
 from irforge.common.observability import add_observability_arguments, start_observability
 from irforge.corpus.lexical import BACKENDS
+from irforge.corpus.server import DEFAULT_INGEST_IDLE_TIMEOUT_S, DEFAULT_MAX_INGEST_STREAMS
 from irforge.orchestrator.config import add_orchestrator_arguments
 
 SERVICES = ("corpus", "evaluator", "models", "judge", "orchestrator", "all")
 # The platform's port convention (irforge serve, the Helm chart): one well-known port per role.
+DEFAULT_WORKERS = 16
 DEFAULT_PORTS = {"orchestrator": 50050, "corpus": 50051, "evaluator": 50052, "models": 50053, "judge": 50054, "all": 50051}
 
 
@@ -33,7 +35,15 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--backend", choices=BACKENDS, default="embedded", help="lexical backend of the corpus service")
     parser.add_argument("--index-dir", type=Path, help="embedded indexes (default $IRFORGE_INDEX_DIR or the user data dir)")
     parser.add_argument("--elasticsearch-url", help="Elasticsearch URL (default $IRFORGE_ELASTICSEARCH_URL)")
-    parser.add_argument("--workers", type=int, default=8, help="request-handling threads")
+    parser.add_argument("--workers", type=int, default=DEFAULT_WORKERS,
+                        help=f"request-handling threads; every open stream holds one (default {DEFAULT_WORKERS})")
+    parser.add_argument("--max-ingest-streams", type=int, default=DEFAULT_MAX_INGEST_STREAMS,
+                        help="corpus service: Ingest streams open at once; more are refused with RESOURCE_EXHAUSTED, so "
+                             f"health checks and unary calls always find a thread (default {DEFAULT_MAX_INGEST_STREAMS}, "
+                             "below --workers)")
+    parser.add_argument("--ingest-idle-timeout", type=float, default=DEFAULT_INGEST_IDLE_TIMEOUT_S, metavar="SECONDS",
+                        help="corpus service: cancel an Ingest stream whose client sent nothing for this long; nothing "
+                             f"of it is committed (default {DEFAULT_INGEST_IDLE_TIMEOUT_S:g})")
     parser.add_argument("--judge", default="embedded", help="judge service: 'embedded' or a judge spec YAML (default embedded)")
     parser.add_argument("--store", type=Path, help="judge service: judgement store (default $IRFORGE_JUDGE_STORE or the user data dir)")
     add_observability_arguments(parser)
@@ -51,7 +61,13 @@ def build_bindings(args: argparse.Namespace, stack: ExitStack) -> list:
         from irforge.corpus.lexical import make_backend
 
         backend = make_backend(args.backend, index_dir=args.index_dir, elasticsearch_url=args.elasticsearch_url)
-        bindings.append(corpus_server.binding(CorpusService(backend, build.vector_backend_from_args(args))))
+        if not 1 <= args.max_ingest_streams < args.workers:
+            raise ValueError(f"--max-ingest-streams must be at least 1 and below --workers ({args.workers}), "
+                             f"so other calls keep a thread; got {args.max_ingest_streams}")
+        bindings.append(corpus_server.binding(
+            CorpusService(backend, build.vector_backend_from_args(args)),
+            max_ingest_streams=args.max_ingest_streams, ingest_idle_timeout_s=args.ingest_idle_timeout,
+        ))
     if args.name in ("evaluator", "all"):
         from irforge.evaluator import server as evaluator_server
         from irforge.evaluator.core import Evaluator

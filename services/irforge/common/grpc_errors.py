@@ -7,7 +7,8 @@ import functools
 
 import grpc
 
-from irforge.corpus.errors import BackendUnavailable, CorpusConflict, CorpusError, CorpusNotFound, CorpusNotReady
+from irforge.corpus.errors import (BackendUnavailable, CorpusBusy, CorpusConflict, CorpusError, CorpusNotFound,
+                                   CorpusNotReady, IngestAborted, IngestStreamsExhausted)
 from irforge.corpus.vectors.base import DimensionMismatch
 from irforge.data.errors import DataFormatError
 from irforge.endpoints.errors import (EndpointAnswerError, EndpointError, EndpointSpecError, EndpointUnavailable,
@@ -26,6 +27,9 @@ _ERRORS: list[tuple[type[Exception], grpc.StatusCode]] = [
     (RerankError, grpc.StatusCode.INTERNAL),
     (RerankerUnavailable, grpc.StatusCode.UNAVAILABLE),
     (CorpusNotReady, grpc.StatusCode.FAILED_PRECONDITION),
+    (CorpusBusy, grpc.StatusCode.FAILED_PRECONDITION),
+    (IngestAborted, grpc.StatusCode.ABORTED),
+    (IngestStreamsExhausted, grpc.StatusCode.RESOURCE_EXHAUSTED),
     (CorpusConflict, grpc.StatusCode.ALREADY_EXISTS),
     (BackendUnavailable, grpc.StatusCode.UNAVAILABLE),
     (MeasureError, grpc.StatusCode.INVALID_ARGUMENT),

@@ -66,7 +66,7 @@ class RunningServer:
         self.server.stop(grace).wait()
 
 
-def start_server(bindings: list[ServiceBinding], host: str = "127.0.0.1", port: int = 0, max_workers: int = 8) -> RunningServer:
+def start_server(bindings: list[ServiceBinding], host: str = "127.0.0.1", port: int = 0, max_workers: int = 16) -> RunningServer:
     """Start serving `bindings` on host:port (port 0 picks a free one); returns once listening."""
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers), options=CHANNEL_OPTIONS,
                          interceptors=[ServerTelemetry()])

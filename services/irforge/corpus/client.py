@@ -66,13 +66,19 @@ class RemoteCorpus:
         reading_failed: list[BaseException] = []
 
         def requests():
+            # The commit message goes last, and only when `batches` ended normally: a failure
+            # here (a bad corpus line, a cancel) ends the stream without it, and the server then
+            # commits nothing, however gRPC presents the end of the stream.
             try:
                 yield corpus_pb2.IngestRequest(corpus_id=corpus_id)
                 for batch in batches:
                     yield corpus_pb2.IngestRequest(documents=[protocol.document_to_proto(d) for d in batch])
+            except GeneratorExit:
+                raise  # gRPC stopped reading (the server answered with an error): its error counts
             except BaseException as error:
                 reading_failed.append(error)
                 raise
+            yield corpus_pb2.IngestRequest(commit=True)
 
         try:
             for message in self._stream(self._stub.Ingest(requests(), timeout=self.ingest_timeout)):

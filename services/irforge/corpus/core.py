@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Iterator
 
 import numpy as np
 
 from irforge.common.iterables import chunked
 from irforge.common.metrics import DOCUMENTS_INGESTED
-from irforge.corpus.errors import CorpusError, CorpusNotFound
+from irforge.corpus.errors import CorpusBusy, CorpusError, CorpusNotFound
 from irforge.corpus.lexical.base import CorpusInfo, Hit, IngestProgress, LexicalBackend
 from irforge.corpus.settings import Bm25Settings
 from irforge.corpus.vectors.base import HnswSettings, VectorBackend, VectorCollectionInfo
@@ -23,6 +24,8 @@ class CorpusService:
     def __init__(self, backend: LexicalBackend, vectors: VectorBackend | None = None):
         self.backend = backend
         self.vectors = vectors
+        self._writers: set[str] = set()      # corpora with an ingest under way in this service
+        self._writers_lock = threading.Lock()
 
     def create_corpus(self, corpus_id: str, fingerprint: str, settings: Bm25Settings) -> CorpusInfo:
         if not fingerprint:
@@ -42,7 +45,22 @@ class CorpusService:
         return self.backend.delete(corpus_id)
 
     def ingest(self, corpus_id: str, batches: Iterable[list[Document]]) -> Iterator[IngestProgress]:
-        return _counting_indexed(self.backend.ingest(corpus_id, batches), self.backend.name)
+        """Stream `batches` into the corpus; it is committed only when `batches` ends normally
+        (an exception from it, or closing this iterator early, commits nothing).
+
+        One writer per corpus: a backend commits the documents it staged, so two concurrent
+        writers would each commit their own view and one client's acknowledged documents would
+        vanish. A second writer gets CorpusBusy at once instead.
+        """
+        with self._writers_lock:
+            if corpus_id in self._writers:
+                raise CorpusBusy(corpus_id)
+            self._writers.add(corpus_id)
+        try:
+            yield from _counting_indexed(self.backend.ingest(corpus_id, batches), self.backend.name)
+        finally:
+            with self._writers_lock:
+                self._writers.discard(corpus_id)
 
     def search(self, corpus_id: str, query: Query, k: int) -> list[Hit]:
         return self.backend.search(corpus_id, [query], k)[0]

@@ -44,8 +44,28 @@ def document_to_proto(document: Document) -> common_pb2.Document:
 
 
 def document_from_proto(message: common_pb2.Document) -> Document:
-    metadata = json.loads(message.metadata_json) if message.metadata_json else {}
+    """Raises ValueError naming the document when its metadata_json is not a JSON object."""
+    metadata = {}
+    if message.metadata_json:
+        try:
+            metadata = json.loads(message.metadata_json)
+        except ValueError as error:
+            raise ValueError(f"document {message.doc_id!r}: metadata_json is not valid JSON ({error})") from None
+        if not isinstance(metadata, dict):
+            raise ValueError(f"document {message.doc_id!r}: metadata_json must be a JSON object, got {type(metadata).__name__}")
     return Document(doc_id=message.doc_id, title=message.title, text=message.text, metadata=metadata)
+
+
+def documents_from_proto(messages) -> tuple[list[Document], list[DocumentError]]:
+    """The decodable documents of a batch, and a per-document error for each one that is not:
+    one bad document is reported by id and the rest of the batch goes on, as in the backends."""
+    documents, errors = [], []
+    for message in messages:
+        try:
+            documents.append(document_from_proto(message))
+        except ValueError as error:
+            errors.append(DocumentError(message.doc_id, str(error)))
+    return documents, errors
 
 
 def query_to_proto(query: Query) -> common_pb2.Query:

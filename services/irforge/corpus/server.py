@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import threading
 from collections.abc import Iterator
 
 from irforge.common.grpc_errors import grpc_method, grpc_stream_method
@@ -10,12 +11,29 @@ from irforge.common.grpc_server import ServiceBinding
 from irforge.common.packing import unpack_vectors
 from irforge.corpus import protocol
 from irforge.corpus.core import CorpusService
+from irforge.corpus.errors import IngestAborted, IngestStreamsExhausted
+from irforge.common.idle import IdleWatchdog, watched
 from irforge.v1 import corpus_pb2, corpus_pb2_grpc
 
 
+DEFAULT_MAX_INGEST_STREAMS = 4        # concurrent Ingest streams; more are refused, never queued
+DEFAULT_INGEST_IDLE_TIMEOUT_S = 300.0  # an Ingest stream silent this long is cancelled
+
+
 class CorpusServicer(corpus_pb2_grpc.CorpusServicer):
-    def __init__(self, service: CorpusService):
+    """Each open stream holds one of the server's worker threads for as long as it lasts. Ingest
+    streams are capped (`max_ingest_streams`, kept below the server's worker count) and cancelled
+    when idle, so open or abandoned ingests can never take every thread from health checks and
+    unary calls (a liveness probe that times out gets the pod restarted)."""
+
+    def __init__(self, service: CorpusService, max_ingest_streams: int = DEFAULT_MAX_INGEST_STREAMS,
+                 ingest_idle_timeout_s: float = DEFAULT_INGEST_IDLE_TIMEOUT_S):
+        if max_ingest_streams < 1 or ingest_idle_timeout_s <= 0:
+            raise ValueError("max_ingest_streams must be >= 1 and ingest_idle_timeout_s > 0")
         self.service = service
+        self.ingest_idle_timeout_s = ingest_idle_timeout_s
+        self._ingest_slots = threading.BoundedSemaphore(max_ingest_streams)
+        self.max_ingest_streams = max_ingest_streams
 
     @grpc_method
     def CreateCorpus(self, request, context):
@@ -32,21 +50,51 @@ class CorpusServicer(corpus_pb2_grpc.CorpusServicer):
 
     @grpc_stream_method
     def Ingest(self, request_iterator, context) -> Iterator[corpus_pb2.IngestProgress]:
+        if not self._ingest_slots.acquire(blocking=False):
+            raise IngestStreamsExhausted(
+                f"this corpus service already has {self.max_ingest_streams} Ingest streams open; "
+                "retry when one has finished (or raise --max-ingest-streams)"
+            )
+        try:
+            with IdleWatchdog(context, self.ingest_idle_timeout_s) as watchdog:
+                yield from self._ingest(watched(request_iterator, watchdog))
+        finally:
+            self._ingest_slots.release()
+
+    def _ingest(self, request_iterator) -> Iterator[corpus_pb2.IngestProgress]:
         first = next(request_iterator, None)
         if first is None:
             return
         if not first.corpus_id:
             raise ValueError("the first Ingest message must name the corpus_id")
+        corpus_id = first.corpus_id
+        rejected: list = []  # documents that could not be decoded, reported with the next progress
 
         def batches():
-            # A message without documents (e.g. the opening one naming the corpus) is no batch.
+            # Yields the streamed documents, and ends normally (letting the backend commit) only
+            # after the message with commit=true. A stream that just ends was aborted by its
+            # client; gRPC may present that like a normal end, so it raises instead.
             for request in itertools.chain([first], request_iterator):
-                if request.corpus_id and request.corpus_id != first.corpus_id:
-                    raise ValueError(f"one Ingest stream feeds one corpus ({first.corpus_id!r}), got {request.corpus_id!r}")
+                if request.corpus_id and request.corpus_id != corpus_id:
+                    raise ValueError(f"one Ingest stream feeds one corpus ({corpus_id!r}), got {request.corpus_id!r}")
                 if request.documents:
-                    yield [protocol.document_from_proto(d) for d in request.documents]
+                    documents, errors = protocol.documents_from_proto(request.documents)
+                    rejected.extend(errors)
+                    yield documents
+                if request.commit:
+                    if next(request_iterator, None) is not None:
+                        raise ValueError("an Ingest stream must end with its commit message; got another message after it")
+                    return
+            raise IngestAborted(f"the Ingest stream for corpus {corpus_id!r} ended without a commit message; "
+                                "nothing was committed")
 
-        for progress in self.service.ingest(first.corpus_id, batches()):
+        rejected_total = 0
+        for progress in self.service.ingest(corpus_id, batches()):
+            rejected_total += len(rejected)
+            progress.errors = [*rejected, *progress.errors]
+            progress.received += rejected_total
+            progress.failed += rejected_total
+            rejected.clear()
             yield protocol.progress_to_proto(progress)
 
     @grpc_method
@@ -104,9 +152,10 @@ class CorpusServicer(corpus_pb2_grpc.CorpusServicer):
             yield protocol.hits_to_proto(query_id, hits)
 
 
-def binding(service: CorpusService) -> ServiceBinding:
+def binding(service: CorpusService, **limits) -> ServiceBinding:
+    """`limits`: max_ingest_streams, ingest_idle_timeout_s (see CorpusServicer)."""
     return ServiceBinding(
         corpus_pb2.DESCRIPTOR.services_by_name["Corpus"].full_name,
         corpus_pb2_grpc.add_CorpusServicer_to_server,
-        CorpusServicer(service),
+        CorpusServicer(service, **limits),
     )

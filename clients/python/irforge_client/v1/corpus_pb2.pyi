@@ -154,12 +154,14 @@ class DeleteCorpusResponse(_message.Message):
     def __init__(self, deleted: _Optional[bool] = ...) -> None: ...
 
 class IngestRequest(_message.Message):
-    __slots__ = ("corpus_id", "documents")
+    __slots__ = ("corpus_id", "documents", "commit")
     CORPUS_ID_FIELD_NUMBER: _ClassVar[int]
     DOCUMENTS_FIELD_NUMBER: _ClassVar[int]
+    COMMIT_FIELD_NUMBER: _ClassVar[int]
     corpus_id: str
     documents: _containers.RepeatedCompositeFieldContainer[_common_pb2.Document]
-    def __init__(self, corpus_id: _Optional[str] = ..., documents: _Optional[_Iterable[_Union[_common_pb2.Document, _Mapping]]] = ...) -> None: ...
+    commit: bool
+    def __init__(self, corpus_id: _Optional[str] = ..., documents: _Optional[_Iterable[_Union[_common_pb2.Document, _Mapping]]] = ..., commit: _Optional[bool] = ...) -> None: ...
 
 class DocumentError(_message.Message):
     __slots__ = ("doc_id", "message")

@@ -119,8 +119,10 @@ class CorpusServicer:
         raise NotImplementedError('Method not implemented!')
 
     def Ingest(self, request_iterator, context):
-        """The client streams document batches; the server answers each batch with running counts and
-        the errors of that batch, and a final message once the index is committed and searchable.
+        """The client streams document batches and ends with a message whose commit is true; the server
+        answers each batch with running counts and the errors of that batch, and a final message once
+        the index is committed and searchable. One writer per corpus at a time (FAILED_PRECONDITION
+        CorpusBusy for a second); a stream without commit, or idle too long, changes nothing.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

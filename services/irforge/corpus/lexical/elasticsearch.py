@@ -1,9 +1,17 @@
 """Elasticsearch lexical backend: BEIR's Elasticsearch BM25 baseline, through the official client.
 
-One index per corpus, `<index_prefix><corpus id, lowercased>`:
+Per corpus, an alias `<index_prefix><corpus id, lowercased>` over one generation index
+`<alias>-g<N>-<token>`:
     settings   1 shard (exact collection statistics), a BM25 similarity with the corpus's k1 and b
     mappings   doc_id (keyword), title and text (the built-in `english` analyzer, that similarity)
     _meta      irforge's bookkeeping: corpus id, fingerprint, settings, state, document count
+Every ingest writes a new generation (a copy of the committed documents plus the new ones) and
+commits by switching the alias in one atomic update_aliases call, so searches never see a partial
+or emptied index and an aborted ingest only leaves a generation that is deleted. The switch
+names the generation it replaces (must_exist): if another process committed meanwhile, it fails
+and nothing of either ingest is lost. The previous generation is kept until the next commit
+(a search may still be reading it). Indexes made before aliases (a concrete index named like
+the alias) are migrated on their next ingest, with a moment in which the corpus is not found.
 Search is BEIR's query: multi_match over title and text, best_fields, tie_breaker 0.5.
 Secrets (API key, password) are read from environment variables named by the caller and are
 never logged, stored or put in a message.
@@ -13,6 +21,7 @@ from __future__ import annotations
 
 import os
 import re
+import secrets
 import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -25,7 +34,8 @@ from elasticsearch.helpers import streaming_bulk
 from irforge.corpus.lexical.base import (
     CorpusInfo, CorpusState, DocumentError, Hit, IngestProgress, LexicalBackend, document_id_problem,
 )
-from irforge.corpus.errors import BackendUnavailable, CorpusConflict, CorpusError, CorpusNotFound, CorpusNotReady
+from irforge.corpus.errors import (BackendUnavailable, CorpusBusy, CorpusConflict, CorpusError, CorpusNotFound,
+                                   CorpusNotReady)
 from irforge.corpus.settings import Bm25Settings
 from irforge.data.types import Document, Query
 from irforge.ranking import ranked
@@ -40,6 +50,7 @@ _SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")   # the embedded ba
 # Index names are lowercase and at most 255 bytes: 55 for the prefix, 200 for the corpus id.
 _SAFE_PREFIX = re.compile(r"^([a-z0-9][a-z0-9._-]{0,54})?$")
 CLIENT_VERSION = elasticsearch.__versionstr__
+_GENERATION = re.compile(r"-g(\d{6})-[0-9a-f]{8}$")
 
 
 def index_body(settings: Bm25Settings, meta: dict, *, replicas: int = 0) -> dict:
@@ -242,24 +253,48 @@ class ElasticsearchBackend(LexicalBackend):
             config=elasticsearch_config(Bm25Settings(**meta["settings"]), self.server_version),
         )
 
+    def _generation_name(self, alias: str, number: int) -> str:
+        return f"{alias}-g{number:06d}-{secrets.token_hex(4)}"
+
+    def _current(self, alias: str) -> str | None:
+        """The concrete index behind the corpus's alias (or a pre-alias index of that name)."""
+        with self._reachable():
+            try:
+                return next(iter(self._client.indices.get_alias(name=alias).body))
+            except NotFoundError:
+                pass
+            return alias if self._client.indices.exists(index=alias) else None
+
+    def _generations(self, alias: str) -> list[str]:
+        with self._reachable():
+            try:
+                names = list(self._client.indices.get(index=f"{alias}-g*", expand_wildcards="all").body)
+            except NotFoundError:
+                return []
+        return sorted(n for n in names if _GENERATION.search(n) and n.startswith(alias + "-g"))
+
     def create(self, corpus_id: str, fingerprint: str, settings: Bm25Settings) -> CorpusInfo:
-        index = self._index(corpus_id)
+        alias = self._index(corpus_id)
         with self._lock:
             meta = {
-                "format": 1, "corpus_id": corpus_id, "fingerprint": fingerprint, "settings": settings.as_dict(),
+                "format": 2, "corpus_id": corpus_id, "fingerprint": fingerprint, "settings": settings.as_dict(),
                 "state": CorpusState.EMPTY.value, "document_count": 0,
             }
-            try:
-                with self._reachable():
-                    self._client.indices.create(index=index, **index_body(settings, meta, replicas=self.replicas))
-                return self._info(meta)
-            except ApiError as error:
-                if "resource_already_exists_exception" not in str(error):
-                    raise
-            existing = self._read_meta(corpus_id)  # made before, or by another process just now
+            current = self._current(alias)
+            existing = self._read_meta(corpus_id) if current else None
+            if current is None:
+                try:
+                    with self._reachable():
+                        self._client.indices.create(index=self._generation_name(alias, 1), aliases={alias: {}},
+                                                    **index_body(settings, meta, replicas=self.replicas))
+                    return self._info(meta)
+                except ApiError as error:
+                    if "already_exists" not in str(error) and "invalid_alias_name" not in str(error):
+                        raise
+                existing = self._read_meta(corpus_id)  # made by another process just now
             if existing is None:
                 raise CorpusConflict(
-                    f"index {index!r} already holds a corpus whose id differs from {corpus_id!r} only in case; "
+                    f"index {alias!r} already holds a corpus whose id differs from {corpus_id!r} only in case; "
                     "use another corpus id"
                 )
             if existing["fingerprint"] != fingerprint or existing["settings"] != settings.as_dict():
@@ -274,15 +309,17 @@ class ElasticsearchBackend(LexicalBackend):
         return None if meta is None else self._info(meta)
 
     def delete(self, corpus_id: str) -> bool:
+        alias = self._index(corpus_id)
         with self._lock:
             if self._read_meta(corpus_id) is None:
                 return False
-            try:
-                with self._reachable():
-                    self._client.indices.delete(index=self._index(corpus_id))
-            except NotFoundError:
-                return False
-            return True
+            doomed = self._generations(alias)
+            if self._current(alias) == alias:   # a pre-alias index
+                doomed.append(alias)
+            with self._reachable():
+                for index in doomed:  # by name: wildcard deletes are refused by default
+                    self._client.indices.delete(index=index, ignore_unavailable=True)
+            return bool(doomed)
 
     # -- ingest ---------------------------------------------------------------------------
 
@@ -290,12 +327,43 @@ class ElasticsearchBackend(LexicalBackend):
         meta = self._read_meta(corpus_id)
         if meta is None:
             raise CorpusNotFound(corpus_id)
-        index = self._index(corpus_id)
-        if meta["state"] != CorpusState.EMPTY.value:
-            # Until the final refresh the corpus is not what it will be: searching it must wait.
-            meta = {**meta, "state": CorpusState.EMPTY.value}
-            self._write_meta(corpus_id, meta)
-        progress = IngestProgress()
+        alias = self._index(corpus_id)
+        current = self._current(alias)
+        match = _GENERATION.search(current or "")
+        staging = self._generation_name(alias, (int(match.group(1)) if match else 0) + 1)
+        token = staging.rsplit("-", 1)[1]
+        settings = Bm25Settings(**meta["settings"])
+        staging_meta = {**meta, "state": CorpusState.EMPTY.value, "staging_token": token}
+        with self._reachable():
+            self._client.indices.create(index=staging, **index_body(settings, staging_meta, replicas=self.replicas))
+        try:
+            if meta["state"] == CorpusState.READY.value and meta["document_count"]:
+                with self._reachable():  # upsert semantics: the committed documents carry over
+                    self._client.reindex(source={"index": current}, dest={"index": staging},
+                                         wait_for_completion=True, refresh=False)
+            yield from self._bulk_into(staging, batches, progress := IngestProgress())
+            with self._reachable():
+                self._client.indices.refresh(index=staging)
+                count = self._client.count(index=staging)["count"]
+                stored = next(iter(self._client.indices.get_mapping(index=staging).body.values()))["mappings"]["_meta"]
+            if stored.get("staging_token") != token:
+                # Another writer removed our generation and a bulk call re-created it by itself.
+                raise CorpusBusy(corpus_id)
+            committed = {key: value for key, value in meta.items() if key != "staging_token"}
+            committed.update(state=CorpusState.READY.value, document_count=count)
+            with self._reachable():
+                self._client.indices.put_mapping(index=staging, meta=committed)
+            self._switch_alias(corpus_id, alias, current, staging)
+        except BaseException:
+            with self._reachable():
+                self._client.indices.delete(index=staging, ignore_unavailable=True)
+            raise
+        self._remove_old_generations(alias, keep=(staging, current))
+        progress.errors = []
+        progress.committed = True
+        yield progress.snapshot()
+
+    def _bulk_into(self, index: str, batches: Iterable[list[Document]], progress: IngestProgress) -> Iterator[IngestProgress]:
         for batch in batches:
             progress.errors = []
             actions = []
@@ -323,13 +391,28 @@ class ElasticsearchBackend(LexicalBackend):
                     progress.failed += 1
                     progress.errors.append(DocumentError(str(result.get("_id", "")), _reason(result.get("error"))))
             yield progress.snapshot()
-        progress.errors = []
+
+    def _switch_alias(self, corpus_id: str, alias: str, current: str | None, staging: str) -> None:
+        """Point the alias at `staging` in one step, only if it still points at `current`."""
         with self._reachable():
-            self._client.indices.refresh(index=index)
-            count = self._client.count(index=index)["count"]
-        self._write_meta(corpus_id, {**meta, "state": CorpusState.READY.value, "document_count": count})
-        progress.committed = True
-        yield progress.snapshot()
+            if current == alias:  # a pre-alias index holds the name: it must go before the alias can
+                self._client.indices.delete(index=current)
+                current = None
+            actions = [{"add": {"index": staging, "alias": alias}}]
+            if current is not None:
+                actions.insert(0, {"remove": {"index": current, "alias": alias, "must_exist": True}})
+            try:
+                self._client.indices.update_aliases(actions=actions)
+            except (NotFoundError, ApiError) as error:
+                if isinstance(error, ApiError) and error.status_code not in (404, 409):
+                    raise
+                raise CorpusBusy(corpus_id) from None  # another writer committed first
+
+    def _remove_old_generations(self, alias: str, keep: tuple[str | None, ...]) -> None:
+        with self._reachable():
+            for index in self._generations(alias):
+                if index not in keep:
+                    self._client.indices.delete(index=index, ignore_unavailable=True)
 
     # -- search ---------------------------------------------------------------------------
 

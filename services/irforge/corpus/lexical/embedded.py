@@ -5,11 +5,15 @@ No server. Each corpus lives in `<root>/<corpus_id>/`:
     g<N>/              one committed generation: the bm25s index, the doc ids in index order,
                        and the tokenized documents (so a later ingest can upsert and re-index)
 A commit writes a whole new generation folder and then atomically replaces meta.json, so a crash
-never leaves a half-written index; the previous generation is removed afterwards.
+never leaves a half-written index. The generation before it is kept until the next commit (a
+reader, in this process or another, may be loading it); older ones are removed then.
+An ingest holds an exclusive lock on `<corpus_id>/writer.lock` (flock), so two processes sharing
+an index folder cannot both commit their own view of one corpus: the second gets CorpusBusy.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import re
 import shutil
@@ -28,7 +32,7 @@ from irforge.common.files import write_json_atomic
 from irforge.corpus.lexical.base import (
     CorpusInfo, CorpusState, DocumentError, Hit, IngestProgress, LexicalBackend, document_id_problem,
 )
-from irforge.corpus.errors import CorpusConflict, CorpusNotFound, CorpusNotReady
+from irforge.corpus.errors import CorpusBusy, CorpusConflict, CorpusNotFound, CorpusNotReady
 from irforge.corpus.settings import Bm25Settings
 from irforge.data.types import Document, Query
 
@@ -37,6 +41,8 @@ STEMMER_LANGUAGE = "english"
 STOPWORDS = "en"
 EMPTY_TOKEN = 0  # bm25s maps unknown and empty input to token 0; it must never match anything
 _SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
+_GENERATION = re.compile(r"^g\d{6}$")
+LOAD_ATTEMPTS = 3  # a load that finds its generation gone re-reads meta.json: a commit moved on
 
 
 def embedded_config(settings: Bm25Settings) -> dict:
@@ -140,9 +146,13 @@ class EmbeddedBackend(LexicalBackend):
     # -- ingest ---------------------------------------------------------------------------
 
     def ingest(self, corpus_id: str, batches: Iterable[list[Document]]) -> Iterator[IngestProgress]:
-        meta = self._read_meta(corpus_id)
-        if meta is None:
+        if self._read_meta(corpus_id) is None:
             raise CorpusNotFound(corpus_id)
+        with _writer_lock(self._dir(corpus_id), corpus_id):
+            # meta.json is read under the lock: a writer that just finished has committed.
+            yield from self._ingest_locked(corpus_id, self._read_meta(corpus_id), batches)
+
+    def _ingest_locked(self, corpus_id: str, meta: dict, batches: Iterable[list[Document]]) -> Iterator[IngestProgress]:
         tokenizer, tokens = self._staged_tokens(corpus_id, meta)
         progress = IngestProgress()
         for batch in batches:
@@ -187,7 +197,10 @@ class EmbeddedBackend(LexicalBackend):
         doc_ids = list(tokens)
         corpus_tokens = [tokens[d].tolist() for d in doc_ids]
         retriever = bm25s.BM25(k1=settings.k1, b=settings.b, method="lucene")
-        if doc_ids:
+        # A corpus whose documents have no indexable term (all empty) matches no query: there is
+        # no index to build (bm25s would divide by an average length of 0).
+        has_terms = any(len(tokens[d]) for d in doc_ids)
+        if has_terms:
             # Token ids are used as matrix columns as they are; an explicit identity vocabulary
             # over the whole tokenizer vocabulary keeps that true when an upsert has left some
             # ids unused (bm25s would otherwise size the matrix by the ids it happens to see).
@@ -201,7 +214,7 @@ class EmbeddedBackend(LexicalBackend):
             if folder.exists():  # left over by a crash before its meta.json was written
                 shutil.rmtree(folder)
             folder.mkdir(parents=True)
-            if doc_ids:
+            if has_terms:
                 retriever.save(str(folder / "index"), show_progress=False)
             tokenizer.save_vocab(str(folder / "tokenizer"))
             (folder / "doc_ids.json").write_text(json.dumps(doc_ids))
@@ -209,35 +222,50 @@ class EmbeddedBackend(LexicalBackend):
             offsets[1:] = np.cumsum([len(tokens[d]) for d in doc_ids])
             flat = np.concatenate([tokens[d] for d in doc_ids]) if doc_ids else np.zeros(0, dtype=np.int32)
             np.savez(folder / "tokens.npz", flat=flat, offsets=offsets)
-            meta = {**meta, "state": CorpusState.READY.value, "document_count": len(doc_ids), "generation": generation}
+            meta = {**meta, "state": CorpusState.READY.value, "document_count": len(doc_ids), "generation": generation,
+                    "has_terms": has_terms}
             write_json_atomic(directory / "meta.json", meta)
             self._loaded.pop(corpus_id, None)
-            if previous and (directory / previous).exists():
-                shutil.rmtree(directory / previous)
+            for old in directory.iterdir():  # keep `previous`: a reader may be loading it now
+                if old.is_dir() and _GENERATION.match(old.name) and old.name not in (generation, previous):
+                    shutil.rmtree(old, ignore_errors=True)
 
     # -- search ---------------------------------------------------------------------------
 
     def _load(self, corpus_id: str) -> _Loaded | None:
-        meta = self._read_meta(corpus_id)
-        if meta is None:
-            raise CorpusNotFound(corpus_id)
-        if meta["state"] != CorpusState.READY.value:
-            raise CorpusNotReady(corpus_id)
-        if meta["document_count"] == 0:
-            return None
-        with self._lock:
-            loaded = self._loaded.get(corpus_id)
-            if loaded is None or loaded.generation != meta["generation"]:
-                folder = self._dir(corpus_id) / meta["generation"]
-                retriever = bm25s.BM25.load(str(folder / "index"), show_progress=False, verbosity=0)
-                doc_ids = np.asarray(json.loads((folder / "doc_ids.json").read_text()), dtype=object)
-                id_rank = np.empty(len(doc_ids), dtype=np.int64)
-                id_rank[np.argsort(doc_ids.astype(str), kind="stable")] = np.arange(len(doc_ids))
-                tokenizer = _new_tokenizer()
-                tokenizer.load_vocab(str(folder / "tokenizer"))
-                loaded = _Loaded(meta["generation"], retriever, doc_ids, id_rank, tokenizer)
+        for attempt in range(LOAD_ATTEMPTS):
+            meta = self._read_meta(corpus_id)
+            if meta is None:
+                raise CorpusNotFound(corpus_id)
+            if meta["state"] != CorpusState.READY.value:
+                raise CorpusNotReady(corpus_id)
+            if meta["document_count"] == 0 or not meta.get("has_terms", True):
+                return None
+            with self._lock:
+                loaded = self._loaded.get(corpus_id)
+                if loaded is not None and loaded.generation == meta["generation"]:
+                    return loaded
+                try:
+                    loaded = self._load_generation(self._dir(corpus_id) / meta["generation"], meta["generation"])
+                except FileNotFoundError:
+                    # Another process committed twice since we read meta.json and removed this
+                    # generation; the newer one is complete, so read meta.json again.
+                    if attempt == LOAD_ATTEMPTS - 1:
+                        raise
+                    continue
                 self._loaded[corpus_id] = loaded
-            return loaded
+                return loaded
+        raise AssertionError("unreachable")
+
+    @staticmethod
+    def _load_generation(folder: Path, generation: str) -> _Loaded:
+        retriever = bm25s.BM25.load(str(folder / "index"), show_progress=False, verbosity=0)
+        doc_ids = np.asarray(json.loads((folder / "doc_ids.json").read_text()), dtype=object)
+        id_rank = np.empty(len(doc_ids), dtype=np.int64)
+        id_rank[np.argsort(doc_ids.astype(str), kind="stable")] = np.arange(len(doc_ids))
+        tokenizer = _new_tokenizer()
+        tokenizer.load_vocab(str(folder / "tokenizer"))
+        return _Loaded(generation, retriever, doc_ids, id_rank, tokenizer)
 
     def search(self, corpus_id: str, queries: list[Query], k: int) -> list[list[Hit]]:
         if k <= 0:
@@ -267,3 +295,28 @@ class EmbeddedBackend(LexicalBackend):
         chosen = matching[order]
         # Whole-array conversions: indexing numpy element by element costs more than the search.
         return list(map(Hit, loaded.doc_ids[chosen].tolist(), scores[chosen].astype(np.float64).tolist()))
+
+
+class _writer_lock:
+    """An exclusive, non-blocking flock on <corpus dir>/writer.lock for the length of an ingest.
+    flock locks belong to the open file, so two threads opening it separately exclude each other
+    too, and the kernel drops the lock when a killed writer's process ends."""
+
+    def __init__(self, directory: Path, corpus_id: str):
+        self.path = directory / "writer.lock"
+        self.corpus_id = corpus_id
+        self.handle = None
+
+    def __enter__(self):
+        self.handle = open(self.path, "a")
+        try:
+            fcntl.flock(self.handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self.handle.close()
+            raise CorpusBusy(self.corpus_id) from None
+        return self
+
+    def __exit__(self, *exc):
+        fcntl.flock(self.handle, fcntl.LOCK_UN)
+        self.handle.close()
+        return False

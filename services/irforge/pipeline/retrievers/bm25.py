@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from irforge.common.iterables import chunked
-from irforge.corpus.lexical.base import CorpusState
+from irforge.corpus.lexical.base import CorpusState, document_id_problem
 from irforge.corpus.settings import Bm25Settings
 from irforge.data import BeirDataset
 from irforge.data.types import Document, Query, Run
@@ -18,6 +18,19 @@ INGEST_BATCH = 500
 def corpus_id_for(dataset_name: str, fingerprint: str, settings: Bm25Settings) -> str:
     """Same corpus bytes and settings -> same index, on every backend; anything else -> a new one."""
     return f"{safe_name(dataset_name)}-{fingerprint[:16]}-bm25-k1-{settings.k1:g}-b-{settings.b:g}"
+
+
+def reuse_problem(info, fingerprint: str, tracker: CorpusTracker, dataset: BeirDataset) -> str | None:
+    """Why a READY index cannot stand for this corpus, or None when it provably does: it was built
+    from these corpus bytes, and it holds exactly the corpus's indexable documents (an index that
+    lost documents, or was committed from part of a stream, must never be reused silently).
+    Streams the corpus through `tracker`, which the eval job needs once anyway."""
+    if info.fingerprint != fingerprint:
+        return f"index fingerprint {info.fingerprint[:12]} differs from the corpus's {fingerprint[:12]}"
+    indexable = sum(1 for document in tracker.observe(dataset.corpus()) if document_id_problem(document) is None)
+    if info.document_count != indexable:
+        return f"index holds {info.document_count} documents, the corpus has {indexable} indexable ones"
+    return None
 
 
 class Bm25Retriever:
@@ -35,9 +48,12 @@ class Bm25Retriever:
         self.corpus_id = corpus_id_for(dataset.name, fingerprint, self.settings)
         info = self.corpus.find_corpus(self.corpus_id)
         if info is not None and info.state == CorpusState.READY:
-            self.info = info
-            self._counts["ingest_skipped"] = True
-            return
+            problem = reuse_problem(info, fingerprint, tracker, dataset)
+            if problem is None:
+                self.info = info
+                self._counts["ingest_skipped"] = True
+                return
+            self._counts["reindexed_because"] = problem
         self.corpus.create_corpus(self.corpus_id, fingerprint, self.settings)
         bar = self.progress(f"indexing {dataset.name} (bm25)", count_lines(dataset.corpus_path), "doc")
 
