@@ -139,7 +139,7 @@ def test_sharded_encoding_fills_the_cache_before_indexing(platform, scifact_tiny
     finally:
         sharded.shutdown()
     assert record.state == JobState.SUCCEEDED, record.error
-    report = {s.name: s for s in JobStore(tmp_path / "state" / "jobs.sqlite3").steps(record.job_id)}["encode_vectors"].output
+    report = {s.name: s for s in JobStore(tmp_path / "state" / "jobs.sqlite3", owner=False).steps(record.job_id)}["encode_vectors"].output
     assert report["sharding"]["shards_run"] == [0, 1] and report["sharding"]["vectors_merged"] == len(lines)
     results = json.loads((tmp_path / "state" / "jobs" / record.job_id / "results" / "results.json").read_text())
     assert results["counts"]["documents_encoded"] == 0                      # every vector came from the shards

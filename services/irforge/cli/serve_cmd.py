@@ -71,7 +71,10 @@ def add_parser(subparsers) -> None:
 
 
 def _environment(state_dir: Path | None) -> dict:
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "RAY_USAGE_STATS_ENABLED": "0", "PYTHONUNBUFFERED": "1"}
+    from irforge.cli.service_cmd import PARENT_PID_VARIABLE
+
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "RAY_USAGE_STATS_ENABLED": "0", "PYTHONUNBUFFERED": "1",
+           PARENT_PID_VARIABLE: str(os.getpid())}
     if state_dir is not None:
         env.update(IRFORGE_INDEX_DIR=str(state_dir / "indexes"), IRFORGE_VECTOR_DIR=str(state_dir / "vectors"),
                    IRFORGE_CACHE_DIR=str(state_dir / "cache"), IRFORGE_JUDGE_STORE=str(state_dir / "judgements.sqlite3"),
@@ -90,8 +93,18 @@ def _start(role: str, extra: list[str], args, env: dict, logs: Path) -> ServiceP
         # Its own session: a terminal's Ctrl-C reaches serve only, which then stops each service in
         # order; and killpg reaches everything the service started (Ray's raylet and workers).
         process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT,
-                                   env=env, start_new_session=True)
+                                   env=env, start_new_session=True, preexec_fn=_die_with_parent)
     return ServiceProcess(role, process, log)
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec: Linux sends it SIGTERM when serve dies, even by kill -9 (the
+    service then stops cleanly, Ray included). Elsewhere the service's parent watch does it."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        PR_SET_PDEATHSIG = 1
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 def _wait_healthy(service: ServiceProcess, timeout: float, host: str) -> None:
@@ -181,7 +194,32 @@ def start_platform(args, logs: Path) -> list[ServiceProcess]:
     return services
 
 
+def serve_lock_path(state_dir: Path | None) -> Path:
+    """One `serve` per state folder: two would run two orchestrators on one jobs database."""
+    if state_dir is not None:
+        return state_dir / "serve.lock"
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("irforge")) / "serve.lock"
+
+
 def run_serve(args: argparse.Namespace) -> int:
+    from irforge.common.locks import ExclusiveLock, LockHeld
+
+    lock = ExclusiveLock(serve_lock_path(args.state_dir))
+    try:
+        lock.acquire()
+    except LockHeld as held:
+        print(f"irforge serve: error: another irforge serve (pid {held.holder or 'unknown'}) runs on this state "
+              f"({held.path}); stop it first, or give this one another --state-dir", file=sys.stderr, flush=True)
+        return 2
+    try:
+        return _serve(args)
+    finally:
+        lock.release()
+
+
+def _serve(args: argparse.Namespace) -> int:
     import tempfile
 
     logs = (args.state_dir / "logs") if args.state_dir else Path(tempfile.mkdtemp(prefix="irforge-serve-"))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 import threading
@@ -10,15 +11,17 @@ from contextlib import ExitStack
 from pathlib import Path
 
 from irforge.cli import build
-from irforge.common.grpc_server import start_server
+from irforge.common.grpc_server import PortUnavailable, start_server
 from irforge.common.observability import add_observability_arguments, start_observability
 from irforge.corpus.lexical import BACKENDS
 from irforge.corpus.server import DEFAULT_INGEST_IDLE_TIMEOUT_S, DEFAULT_MAX_INGEST_STREAMS
 from irforge.orchestrator.config import add_orchestrator_arguments
+from irforge.orchestrator.store import StoreInUse
 
 SERVICES = ("corpus", "evaluator", "models", "judge", "orchestrator", "all")
 # The platform's port convention (irforge serve, the Helm chart): one well-known port per role.
 DEFAULT_WORKERS = 16
+PARENT_PID_VARIABLE = "IRFORGE_PARENT_PID"  # set by `irforge serve` for the services it starts
 DEFAULT_PORTS = {"orchestrator": 50050, "corpus": 50051, "evaluator": 50052, "models": 50053, "judge": 50054, "all": 50051}
 
 
@@ -94,14 +97,37 @@ def build_bindings(args: argparse.Namespace, stack: ExitStack) -> list:
 
 def run_service(args: argparse.Namespace) -> int:
     with ExitStack() as stack:
-        start_observability(args.name, args.host, args.metrics_port, args.log_format, stack)
-        running = start_server(build_bindings(args, stack), host=args.host, port=DEFAULT_PORTS[args.name] if args.port is None else args.port, max_workers=args.workers)
         stop = threading.Event()
         for signum in (signal.SIGINT, signal.SIGTERM):
             signal.signal(signum, lambda *_: stop.set())
+        parent = os.environ.get(PARENT_PID_VARIABLE)
+        if parent:  # started by `irforge serve`: never outlive it, even if it was killed with -9
+            stop_when_parent_dies(int(parent), stop)
+        start_observability(args.name, args.host, args.metrics_port, args.log_format, stack)
+        try:
+            running = start_server(build_bindings(args, stack), host=args.host,
+                                   port=DEFAULT_PORTS[args.name] if args.port is None else args.port, max_workers=args.workers)
+        except (PortUnavailable, StoreInUse, ValueError) as error:
+            print(f"irforge service {args.name}: error: {error}", file=sys.stderr, flush=True)
+            return 2
         # Tests and scripts read this line to learn the port; keep its shape stable.
         print(f"irforge {args.name} service listening on {args.host}:{running.port}", flush=True)
         stop.wait()
         print(f"irforge {args.name} service stopping", file=sys.stderr, flush=True)
         running.stop()
     return 0
+
+
+def stop_when_parent_dies(parent_pid: int, stop: threading.Event, poll_s: float = 0.5) -> None:
+    """Set `stop` once `parent_pid` is gone (this process is re-parented). `irforge serve` also asks
+    Linux for SIGTERM on its death (PR_SET_PDEATHSIG); this poll covers other systems and the
+    moment between fork and that request."""
+
+    def watch():
+        while not stop.wait(poll_s):
+            if os.getppid() != parent_pid:
+                print(f"irforge service: parent process {parent_pid} is gone; stopping", file=sys.stderr, flush=True)
+                stop.set()
+                return
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()

@@ -48,6 +48,10 @@ SERVICE_CONFIG = json.dumps({
 })
 
 
+class PortUnavailable(OSError):
+    """The server's address cannot be bound (most often: something already listens there)."""
+
+
 @dataclass(frozen=True)
 class ServiceBinding:
     full_name: str                                   # e.g. "irforge.v1.Corpus"
@@ -68,15 +72,21 @@ class RunningServer:
 
 def start_server(bindings: list[ServiceBinding], host: str = "127.0.0.1", port: int = 0, max_workers: int = 16) -> RunningServer:
     """Start serving `bindings` on host:port (port 0 picks a free one); returns once listening."""
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers), options=CHANNEL_OPTIONS,
-                         interceptors=[ServerTelemetry()])
+    # SO_REUSEPORT off: with it (gRPC's default on Linux) a second server binds a port that one
+    # is already serving, says "listening", and the kernel splits connections between the two.
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers),
+                         options=[*CHANNEL_OPTIONS, ("grpc.so_reuseport", 0)], interceptors=[ServerTelemetry()])
     health_servicer = health.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     for binding in bindings:
         binding.add_to_server(binding.servicer, server)
-    bound = server.add_insecure_port(f"{host}:{port}")
+    try:
+        bound = server.add_insecure_port(f"{host}:{port}")
+    except RuntimeError:  # grpcio raises this when the address cannot be bound
+        bound = 0
     if bound == 0:
-        raise OSError(f"cannot listen on {host}:{port}")
+        raise PortUnavailable(f"cannot listen on {host}:{port}: the port is in use (another irforge service?) or "
+                              "the address is not this machine's; choose another --port, or stop what holds it")
     names = [b.full_name for b in bindings]
     reflection.enable_server_reflection([*names, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME], server)
     server.start()

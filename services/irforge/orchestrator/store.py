@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+from irforge.common.locks import ExclusiveLock, LockHeld
 from irforge.orchestrator.errors import JobNotFound
 
 SCHEMA = """
@@ -87,10 +88,27 @@ def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
 
 
+class StoreInUse(RuntimeError):
+    """The jobs database belongs to another running orchestrator."""
+
+
 class JobStore:
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, *, owner: bool = True):
+        """`owner`: this process runs jobs from the store (the orchestrator); False only reads."""
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        # One orchestrator per jobs database: two would both pick up and run the same jobs (a
+        # cancelled job ran to SUCCEEDED under the other). Held until close(); a killed holder's
+        # lock goes with its process.
+        self._owner = ExclusiveLock(self.path.with_name(self.path.name + ".lock"))
+        try:
+            if owner:
+                self._owner.acquire()
+        except LockHeld as held:
+            raise StoreInUse(
+                f"another orchestrator (pid {held.holder or 'unknown'}) uses the jobs database {self.path}; "
+                "stop it, or give this one another --state-dir"
+            ) from None
         # One connection shared by the worker and server threads, serialised by a lock: writes
         # are small and few (progress events are throttled by the caller).
         self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
@@ -193,3 +211,4 @@ class JobStore:
     def close(self) -> None:
         with self._lock:
             self._db.close()
+        self._owner.release()

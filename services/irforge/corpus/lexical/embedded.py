@@ -13,7 +13,6 @@ an index folder cannot both commit their own view of one corpus: the second gets
 
 from __future__ import annotations
 
-import fcntl
 import json
 import re
 import shutil
@@ -29,6 +28,7 @@ import Stemmer
 from bm25s.tokenization import Tokenizer
 
 from irforge.common.files import write_json_atomic
+from irforge.common.locks import ExclusiveLock, LockHeld
 from irforge.corpus.lexical.base import (
     CorpusInfo, CorpusState, DocumentError, Hit, IngestProgress, LexicalBackend, document_id_problem,
 )
@@ -148,9 +148,15 @@ class EmbeddedBackend(LexicalBackend):
     def ingest(self, corpus_id: str, batches: Iterable[list[Document]]) -> Iterator[IngestProgress]:
         if self._read_meta(corpus_id) is None:
             raise CorpusNotFound(corpus_id)
-        with _writer_lock(self._dir(corpus_id), corpus_id):
+        try:
+            lock = ExclusiveLock(self._dir(corpus_id) / "writer.lock").acquire()
+        except LockHeld:
+            raise CorpusBusy(corpus_id) from None
+        try:
             # meta.json is read under the lock: a writer that just finished has committed.
             yield from self._ingest_locked(corpus_id, self._read_meta(corpus_id), batches)
+        finally:
+            lock.release()
 
     def _ingest_locked(self, corpus_id: str, meta: dict, batches: Iterable[list[Document]]) -> Iterator[IngestProgress]:
         tokenizer, tokens = self._staged_tokens(corpus_id, meta)
@@ -296,27 +302,3 @@ class EmbeddedBackend(LexicalBackend):
         # Whole-array conversions: indexing numpy element by element costs more than the search.
         return list(map(Hit, loaded.doc_ids[chosen].tolist(), scores[chosen].astype(np.float64).tolist()))
 
-
-class _writer_lock:
-    """An exclusive, non-blocking flock on <corpus dir>/writer.lock for the length of an ingest.
-    flock locks belong to the open file, so two threads opening it separately exclude each other
-    too, and the kernel drops the lock when a killed writer's process ends."""
-
-    def __init__(self, directory: Path, corpus_id: str):
-        self.path = directory / "writer.lock"
-        self.corpus_id = corpus_id
-        self.handle = None
-
-    def __enter__(self):
-        self.handle = open(self.path, "a")
-        try:
-            fcntl.flock(self.handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            self.handle.close()
-            raise CorpusBusy(self.corpus_id) from None
-        return self
-
-    def __exit__(self, *exc):
-        fcntl.flock(self.handle, fcntl.LOCK_UN)
-        self.handle.close()
-        return False
