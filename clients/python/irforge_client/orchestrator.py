@@ -60,6 +60,8 @@ class Job:
     metrics: dict[str, float] = field(default_factory=dict)
     created_at: str = ""
     updated_at: str = ""
+    # What a SUCCEEDED job could not do (e.g. holes the judge failed on): its results are incomplete.
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def ended(self) -> bool:
@@ -73,6 +75,7 @@ def _job(message) -> Job:
         steps=[json_format.MessageToDict(s, preserving_proto_field_name=True, always_print_fields_with_no_presence=True)
                for s in message.steps],
         metrics=dict(message.metrics), created_at=message.created_at, updated_at=message.updated_at,
+        warnings=list(message.warnings),
     )
 
 

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from irforge.cli import eval_cmd
+from irforge.cli.judge_cmd import EXIT_NOT_ALL_JUDGED
 
 DEFAULT_SERVER = "127.0.0.1:50050"
 
@@ -47,8 +48,14 @@ def add_parsers(subparsers) -> None:
     _add_server(submit)
     submit.set_defaults(handler=run_submit)
 
-    watch = subparsers.add_parser("watch", help="follow a job with a progress bar; exit 1 if it fails")
+    watch = subparsers.add_parser(
+        "watch", help="follow a job with a progress bar; exit 1 if it fails or succeeded with warnings",
+        description="Follow a job to its end. If the orchestrator restarts or the connection drops, reconnect and "
+        "resume where the watch left off. Exit 0 when the job SUCCEEDED, 1 when it failed, was cancelled or succeeded "
+        "with warnings (e.g. holes the judge failed on: the same cases in which `irforge eval` exits 1).")
     watch.add_argument("job_id", metavar="JOB")
+    watch.add_argument("--reconnect-timeout", type=float, default=300.0, metavar="SECONDS",
+                       help="give up when the orchestrator has not answered for this long (default 300)")
     _add_server(watch)
     watch.set_defaults(handler=run_watch)
 
@@ -109,10 +116,13 @@ def run_submit(args: argparse.Namespace) -> int:
 def run_watch(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
+    def reconnecting(error: Exception) -> None:
+        tqdm.write(f"irforge watch: lost the orchestrator ({error}); reconnecting", file=sys.stderr)
+
     try:
         with _client(args) as client:
             bar, step = None, None
-            for event in client.watch(args.job_id):
+            for event in client.follow(args.job_id, reconnect_s=args.reconnect_timeout, on_reconnect=reconnecting):
                 if event.step and event.step != step and event.state in ("running", "progress"):
                     if bar is not None:
                         bar.close()
@@ -133,13 +143,15 @@ def run_watch(args: argparse.Namespace) -> int:
     if job.state.value != "SUCCEEDED":
         print(f"job {job.job_id} {job.state.value}" + (f": {job.error}" if job.error else ""), file=sys.stderr)
         return 1
-    print(f"job {job.job_id} SUCCEEDED")
+    print(f"job {job.job_id} SUCCEEDED" + (" with warnings" if job.warnings else ""))
     # The wire's map has no order: the spec's measure order first, as `irforge eval` prints them.
     order = [m for m in job.spec["measures"] if m in job.metrics] + sorted(set(job.metrics) - set(job.spec["measures"]))
     width = max((len(name) for name in order), default=0)
     for name in order:
         print(f"{name:<{width}}  {job.metrics[name]:.4f}")
-    return 0
+    for warning in job.warnings:
+        print(f"irforge watch: warning: {warning}", file=sys.stderr)
+    return EXIT_NOT_ALL_JUDGED if job.warnings else 0
 
 
 def run_results(args: argparse.Namespace) -> int:
@@ -157,7 +169,7 @@ def run_jobs(args: argparse.Namespace) -> int:
         jobs = client.list(args.limit)
     for job in jobs:
         running = next((s.name for s in job.steps if s.state == "running"), "")
-        where = job.error or running
+        where = job.error or running or "; ".join(job.warnings)
         print(f"{job.job_id}  {job.state.value:<9}  {job.created_at[:19]}  {Path(job.spec['dataset']).name}  "
               f"{job.spec['retriever']}  {where}".rstrip())
     return 0

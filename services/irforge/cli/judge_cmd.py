@@ -124,9 +124,10 @@ def run_holes(args: argparse.Namespace) -> int:
 
 
 def _not_all_judged(command: str, report: dict) -> int:
-    if report["failed"] or report["unparsed"]:
-        print(f"irforge {command}: {report['failed']} holes failed and {report['unparsed']} got no valid label; they "
-              f"are not in the judged layer (run again to retry them)", file=sys.stderr)
+    from irforge.judge.holes import not_all_judged
+
+    if problem := not_all_judged(report):
+        print(f"irforge {command}: {problem}", file=sys.stderr)
         return EXIT_NOT_ALL_JUDGED
     return 0
 

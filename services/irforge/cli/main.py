@@ -40,6 +40,22 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        try:
+            code = _run(argv)
+        except SystemExit as stop:   # argparse after --help or a usage error
+            code = stop.code
+        sys.stdout.flush()           # here, not at exit: a reader that went away surfaces below
+        return code
+    except BrokenPipeError:
+        # The reader went away (`irforge jobs | head`): stop quietly, as a Unix tool killed by
+        # SIGPIPE does (exit 128 + 13). stdout goes to /dev/null so the interpreter's final flush
+        # cannot raise the same error again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
+
+
+def _run(argv: list[str] | None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.handler(args)

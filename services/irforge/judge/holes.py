@@ -195,6 +195,15 @@ class HoleFiller:
         return report, labelled, layer
 
 
+def not_all_judged(report: dict) -> str:
+    """Why a hole-filling report is incomplete ("" when every hole got a label): one wording for
+    the CLI, whose exit code is then 1, and the orchestrator, whose job then carries a warning."""
+    if not (report["failed"] or report["unparsed"]):
+        return ""
+    return (f"{report['failed']} of {report['holes']} holes failed and {report['unparsed']} got no valid label; "
+            "they are not in the judged layer (run again to retry them)")
+
+
 def _provenance(line: int, judgement: Judgement, level: int) -> dict:
     return {"line": line, "query_id": judgement.query_id, "doc_id": judgement.doc_id, "score": level,
             "label": judgement.label, "record_id": judgement.record_id, "judge_id": judgement.judge_id,

@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import grpc
 
 from irforge.common.files import atomic_write
-from irforge.common.grpc_errors import raise_from_rpc
+from irforge.common.grpc_errors import ServiceUnavailable, raise_from_rpc
 from irforge.common.grpc_server import open_channel
 from irforge.orchestrator import protocol
 from irforge.orchestrator.errors import JobNotFound, JobSpecError, ResultsNotReady
@@ -65,6 +66,32 @@ class OrchestratorClient:
             _rebuild(error, self.address)
         finally:
             stream.cancel()
+
+    def follow(self, job_id: str, after: int = 0, reconnect_s: float = 300.0,
+               on_reconnect: Callable[[ServiceUnavailable], None] | None = None) -> Iterator[JobEvent]:
+        """watch() that outlives the orchestrator restarting or the connection dropping: it
+        reconnects and resumes after the last event seen (none repeated, none skipped) until the
+        job has ended. Raises ServiceUnavailable once nothing has answered for `reconnect_s`
+        seconds; `on_reconnect(error)` is told of each lost connection."""
+        last, down_since, pause = after, None, 0.5
+        while True:
+            try:
+                for event in self.watch(job_id, last):
+                    last, down_since, pause = event.sequence, None, 0.5
+                    yield event
+                # A stream also ends cleanly when the orchestrator stops: only the record says
+                # whether the job has ended.
+                if self.get(job_id).state.ended:
+                    return
+                raise ServiceUnavailable(f"the orchestrator at {self.address} closed the watch of job {job_id} before it ended")
+            except ServiceUnavailable as error:
+                down_since = down_since or time.monotonic()
+                if time.monotonic() - down_since > reconnect_s:
+                    raise ServiceUnavailable(f"{error} (no answer for {reconnect_s:.0f} s; giving up)") from None
+                if on_reconnect is not None:
+                    on_reconnect(error)
+                time.sleep(pause)
+                pause = min(pause * 2, 5.0)
 
     def results(self, job_id: str, out_dir: Path) -> list[Path]:
         """Write the job's results.json and run.trec into out_dir (each atomically)."""

@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
@@ -33,7 +34,7 @@ from irforge.orchestrator.errors import (
     ResultsNotReady,
 )
 from irforge.orchestrator.spec import JobSpec
-from irforge.orchestrator.steps import EVALUATE, RESULT_FILES, STEPS, plan_steps
+from irforge.orchestrator.steps import EVALUATE, RESULT_FILES, STEPS, job_warnings, plan_steps
 from irforge.orchestrator.store import JobEvent, JobRecord, JobState, JobStore
 
 # Errors that say "the service could not be reached or did not answer in time": worth a retry.
@@ -106,10 +107,10 @@ class Orchestrator:
         return job_id
 
     def get(self, job_id: str) -> JobRecord:
-        return self.store.job(job_id)
+        return _with_warnings(self.store.job(job_id))
 
     def list(self, limit: int = 100) -> list[JobRecord]:
-        return self.store.jobs(limit=limit or 100)
+        return [_with_warnings(record) for record in self.store.jobs(limit=limit or 100)]
 
     def cancel(self, job_id: str) -> JobRecord:
         record = self.store.job(job_id)
@@ -206,7 +207,8 @@ class Orchestrator:
                 self._check(job_id)
                 current["step"] = step.name
                 context.outputs[step.name] = self._run_step(context, step.name)
-            self._end(job_id, JobState.SUCCEEDED, "", metrics=context.outputs[EVALUATE]["metrics"])
+            self._end(job_id, JobState.SUCCEEDED, "; ".join(job_warnings(context.outputs)),
+                      metrics=context.outputs[EVALUATE]["metrics"])
         except OrchestratorStopping:
             self._event(job_id, current["step"], "interrupted", message="orchestrator stopping; the job resumes when it restarts")
         except JobCancelled:
@@ -329,3 +331,7 @@ class Orchestrator:
                 self._report()
 
         return JobProgress
+
+
+def _with_warnings(record: JobRecord) -> JobRecord:
+    return dataclasses.replace(record, warnings=job_warnings({s.name: s.output for s in record.steps if s.state == "done"}))

@@ -188,6 +188,16 @@ def judge_holes(ctx: StepContext) -> dict:
             "metrics_after": report["metrics_after"]}
 
 
+def job_warnings(outputs: dict[str, dict]) -> tuple[str, ...]:
+    """What a job's finished steps could not do although they succeeded, for its record: the same
+    cases, in the same words, for which `irforge eval` exits 1."""
+    from irforge.judge.holes import not_all_judged
+
+    judged = outputs.get(JUDGE)
+    problem = not_all_judged(judged) if judged else ""
+    return (f"{JUDGE}: {problem}",) if problem else ()
+
+
 def final_stage_output(ctx: StepContext) -> dict:
     return ctx.outputs[RERANK] if RERANK in ctx.outputs else ctx.outputs[RETRIEVE]
 

@@ -67,6 +67,9 @@ class JobRecord:
     updated_at: str
     metrics: dict
     steps: list[StepRecord] = field(default_factory=list)
+    # What the job could not do although it SUCCEEDED (orchestrator.steps.job_warnings); filled by
+    # the orchestrator from its steps' outputs, carried over the wire.
+    warnings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -161,7 +161,7 @@ class StepStatus(_message.Message):
     def __init__(self, name: _Optional[str] = ..., state: _Optional[str] = ..., executions: _Optional[int] = ..., started_at: _Optional[str] = ..., finished_at: _Optional[str] = ...) -> None: ...
 
 class JobStatus(_message.Message):
-    __slots__ = ("job_id", "state", "spec", "steps", "error", "created_at", "updated_at", "metrics")
+    __slots__ = ("job_id", "state", "spec", "steps", "error", "created_at", "updated_at", "metrics", "warnings")
     class MetricsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -177,6 +177,7 @@ class JobStatus(_message.Message):
     CREATED_AT_FIELD_NUMBER: _ClassVar[int]
     UPDATED_AT_FIELD_NUMBER: _ClassVar[int]
     METRICS_FIELD_NUMBER: _ClassVar[int]
+    WARNINGS_FIELD_NUMBER: _ClassVar[int]
     job_id: str
     state: JobState
     spec: JobSpec
@@ -185,7 +186,8 @@ class JobStatus(_message.Message):
     created_at: str
     updated_at: str
     metrics: _containers.ScalarMap[str, float]
-    def __init__(self, job_id: _Optional[str] = ..., state: _Optional[_Union[JobState, str]] = ..., spec: _Optional[_Union[JobSpec, _Mapping]] = ..., steps: _Optional[_Iterable[_Union[StepStatus, _Mapping]]] = ..., error: _Optional[str] = ..., created_at: _Optional[str] = ..., updated_at: _Optional[str] = ..., metrics: _Optional[_Mapping[str, float]] = ...) -> None: ...
+    warnings: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, job_id: _Optional[str] = ..., state: _Optional[_Union[JobState, str]] = ..., spec: _Optional[_Union[JobSpec, _Mapping]] = ..., steps: _Optional[_Iterable[_Union[StepStatus, _Mapping]]] = ..., error: _Optional[str] = ..., created_at: _Optional[str] = ..., updated_at: _Optional[str] = ..., metrics: _Optional[_Mapping[str, float]] = ..., warnings: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class ListJobsRequest(_message.Message):
     __slots__ = ("limit",)
