@@ -89,6 +89,27 @@ def test_non_string_title(tmp_path):
     assert "`title` must be a string, got int" in str(error)
 
 
+@pytest.mark.parametrize("reader, line, field", [
+    (iter_corpus, r'{"_id": "d\ud800", "text": "a"}', "_id"),
+    (iter_corpus, r'{"_id": "d2", "title": "x \udfff y", "text": "a"}', "title"),
+    (iter_corpus, r'{"_id": "d2", "text": "a \ud83d"}', "text"),
+    (iter_corpus, r'{"_id": "d2", "text": "a", "metadata": {"k": ["\udc00"]}}', "metadata"),
+    (iter_queries, r'{"_id": "q2", "text": "a \uD800"}', "text"),
+])
+def test_a_lone_surrogate_is_refused_at_read_time(tmp_path, reader, line, field):
+    # JSON may escape half of a UTF-16 pair; Python decodes it to a str that no UTF-8 writer
+    # accepts, so it failed long after indexing (run.trec, gRPC) with a UnicodeEncodeError.
+    path = write(tmp_path / "f.jsonl", '{"_id": "ok", "text": "\\ud83d\\ude00 a pair is fine"}\n' + line + "\n")
+    error = error_of(reader, path)
+    assert error.line == 2
+    assert f"`{field}` contains a lone surrogate" in str(error) and "not valid Unicode" in str(error)
+
+
+def test_an_escaped_backslash_u_is_text_not_a_surrogate(tmp_path):
+    path = write(tmp_path / "corpus.jsonl", r'{"_id": "d1", "text": "C:\\ud800"}' + "\n")
+    assert [d.text for d in iter_corpus(path)] == [r"C:\ud800"]
+
+
 def test_empty_corpus_file(tmp_path):
     path = write(tmp_path / "corpus.jsonl", "")
     error = error_of(iter_corpus, path)

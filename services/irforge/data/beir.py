@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +16,9 @@ from irforge.data.textfile import numbered_lines
 from irforge.data.types import Document, Qrels, Query
 
 QRELS_HEADER = ("query-id", "corpus-id", "score")
+# A \uD800-\uDFFF escape: half of a UTF-16 pair, which json.loads turns into a lone surrogate
+# unless its other half follows. Only lines holding one are searched (a pre-filter, cheap).
+SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 def _parse_line(path: Path, line_number: int, line: str, kind: str) -> tuple[dict[str, Any], str]:
@@ -25,6 +29,8 @@ def _parse_line(path: Path, line_number: int, line: str, kind: str) -> tuple[dic
         raise DataFormatError(path, f"malformed JSON ({error.msg} at column {error.colno})", line_number) from None
     if not isinstance(obj, dict):
         raise DataFormatError(path, f"expected a JSON object per line, got {type(obj).__name__}", line_number)
+    if SURROGATE_ESCAPE.search(line):
+        _refuse_lone_surrogates(path, line_number, obj)
     raw_id = obj.get("_id")
     if raw_id is None or (isinstance(raw_id, str) and not raw_id.strip()):
         raise DataFormatError(path, f"{kind} has no `_id`", line_number)
@@ -35,6 +41,29 @@ def _parse_line(path: Path, line_number: int, line: str, kind: str) -> tuple[dic
         # TREC run and qrels files are whitespace-separated: such an id could never be scored.
         raise DataFormatError(path, f"`_id` {item_id!r} contains whitespace", line_number)
     return obj, item_id
+
+
+def _lone_surrogate(value: Any) -> str | None:
+    """The first lone surrogate in a JSON value's strings (keys included), or None."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as error:
+            return value[error.start]
+        return None
+    items = [*value.keys(), *value.values()] if isinstance(value, dict) else value if isinstance(value, list) else []
+    return next((found for item in items if (found := _lone_surrogate(item)) is not None), None)
+
+
+def _refuse_lone_surrogates(path: Path, line_number: int, obj: dict[str, Any]) -> None:
+    """Refuse, here where it is read, a string no UTF-8 writer accepts: kept, it failed much later
+    (writing run.trec, sending to a service) with a UnicodeEncodeError and no line to look at."""
+    for name, value in obj.items():
+        found = _lone_surrogate(value) or _lone_surrogate(name)
+        if found is not None:
+            raise DataFormatError(
+                path, f"`{name}` contains a lone surrogate {found!r} (half of a UTF-16 \\u escape pair), "
+                      "which is not valid Unicode", line_number)
 
 
 def _json_objects(path: Path, kind: str) -> Iterator[tuple[int, dict[str, Any], str]]:
