@@ -231,6 +231,24 @@ def test_dataset_all_gz(tmp_path):
     assert dataset.qrels("dev") == {"q1": {"d1": 2}}
 
 
+def test_a_split_whose_queries_are_all_unknown_says_so(tmp_path):
+    # Before, this indexed the corpus, wrote run.trec, then failed with "the qrels are empty".
+    dataset = make_dataset(tmp_path / "tiny")
+    write(dataset.root / "qrels" / "test.tsv", "query-id\tcorpus-id\tscore\nQ-1\td1\t1\nQ-2\td1\t0\nQ-1\td2\t1\n")
+    error = error_of(dataset.qrels, "test")
+    assert error.path == str(dataset.root / "qrels" / "test.tsv")
+    assert str(error).endswith(
+        ": none of the 2 queries of the qrels is in queries.jsonl (qrels: 'Q-1', 'Q-2'; queries.jsonl: 'q1'); "
+        "check that both files use the same query ids")
+
+
+def test_a_split_with_some_unknown_queries_is_read(tmp_path):
+    # A few unknown queries are reported by check_qrels_references, not refused.
+    dataset = make_dataset(tmp_path / "tiny")
+    write(dataset.root / "qrels" / "test.tsv", "qx\td1\t1\nq1\td1\t1\n")
+    assert dataset.qrels("test") == {"qx": {"d1": 1}, "q1": {"d1": 1}}
+
+
 def test_dataset_missing_folder(tmp_path):
     error = error_of(BeirDataset.open, tmp_path / "nope")
     assert str(error) == f"{tmp_path / 'nope'}: dataset folder not found"

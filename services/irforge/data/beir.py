@@ -214,7 +214,27 @@ class BeirDataset:
         return iter_queries(self.queries_path)
 
     def qrels(self, split: str) -> Qrels:
-        return read_beir_qrels(self.qrels_path(split))
+        """The split's judgements; refused when none of its queries is in queries.jsonl, as no
+        query of the split could then be evaluated (found here, before any indexing work)."""
+        path = self.qrels_path(split)
+        qrels = read_beir_qrels(path)
+        self._check_some_query_known(path, qrels)
+        return qrels
+
+    def _check_some_query_known(self, path: Path, qrels: Qrels, examples: int = 3) -> None:
+        # Stops at the first known query: in a usable split that is within the first few lines.
+        seen: list[str] = []
+        for query in self.queries():
+            if query.query_id in qrels:
+                return
+            if len(seen) < examples:
+                seen.append(query.query_id)
+        shown = ", ".join(repr(q) for q in sorted(qrels)[:examples]) + (", ..." if len(qrels) > examples else "")
+        name = self.queries_path.name
+        raise DataFormatError(
+            path, f"none of the {len(qrels)} queries of the qrels is in {name} (qrels: {shown}; "
+                  f"{name}: {', '.join(repr(q) for q in seen)}{', ...' if len(seen) == examples else ''}); "
+                  "check that both files use the same query ids")
 
     def corpus_fingerprint(self) -> str:
         """SHA-256 of the corpus file's bytes (streamed): a changed corpus gets a new index."""
