@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from irforge.data.entries import EntryError, add_judgement
 from irforge.data.errors import DataFormatError
 from irforge.data.qrels import parse_relevance
 from irforge.data.textfile import numbered_lines
@@ -130,10 +131,10 @@ def read_beir_qrels(path: str | Path) -> Qrels:
     """Read a BEIR qrels TSV: an optional "query-id corpus-id score" header, then one judgement per line."""
     path = Path(path)
     qrels: Qrels = {}
-    first_line: dict[tuple[str, str], int] = {}
+    first_lines: dict[tuple[str, str], int] = {}
     for line_number, line in numbered_lines(path):
         fields = line.split("\t") if "\t" in line else line.split()
-        if not first_line and tuple(f.strip().lower() for f in fields) == QRELS_HEADER:
+        if not first_lines and tuple(f.strip().lower() for f in fields) == QRELS_HEADER:
             continue
         if len(fields) != 3:
             raise DataFormatError(path, f"expected 3 tab-separated fields (query-id, corpus-id, score), got {len(fields)}", line_number)
@@ -141,26 +142,13 @@ def read_beir_qrels(path: str | Path) -> Qrels:
         if not query_id or not doc_id:
             raise DataFormatError(path, "empty query-id or corpus-id", line_number)
         relevance = parse_relevance(path, fields[2], line_number)
-        _add_judgement(qrels, first_line, path, line_number, query_id, doc_id, relevance)
+        try:
+            add_judgement(qrels, query_id, doc_id, relevance, first_lines, line_number)
+        except EntryError as error:
+            raise DataFormatError(path, str(error), line_number) from None
     if not qrels:
         raise DataFormatError(path, "no judgements (only a header)")
     return qrels
-
-
-def _add_judgement(
-    qrels: Qrels, first_line: dict[tuple[str, str], int], path: Path, line_number: int,
-    query_id: str, doc_id: str, relevance: int,
-) -> None:
-    judged = qrels.setdefault(query_id, {})
-    if doc_id in judged and judged[doc_id] != relevance:
-        raise DataFormatError(
-            path,
-            f"conflicting judgements for query {query_id!r}, document {doc_id!r}: "
-            f"{judged[doc_id]} (line {first_line[query_id, doc_id]}) and {relevance}",
-            line_number,
-        )
-    first_line.setdefault((query_id, doc_id), line_number)
-    judged[doc_id] = relevance
 
 
 def _first_existing(*candidates: Path) -> Path | None:
