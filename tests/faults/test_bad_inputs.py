@@ -11,9 +11,11 @@ streamed to the evaluator's Evaluate.
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import grpc
@@ -68,6 +70,16 @@ def assert_refused(code: int, captured, command: str, message: str) -> None:
     assert code == 2
 
 
+def wait_for_record(caplog, prefix: str, timeout_s: float = 10.0) -> logging.LogRecord:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        found = [r for r in caplog.records if r.getMessage().startswith(prefix)]
+        if found:
+            return found[-1]
+        time.sleep(0.01)
+    raise AssertionError(f"no log record {prefix!r} within {timeout_s}s")
+
+
 def assert_nothing_in(out: Path) -> None:
     assert not out.exists() or not any(out.iterdir()), sorted(p.name for p in out.iterdir())
 
@@ -113,11 +125,17 @@ def test_irforge_eval_refuses(case, tmp_path, capsys):
 
 
 @pytest.mark.parametrize("case", BEIR_CASES, ids=str)
-def test_irforge_eval_over_grpc_services_refuses(case, services, tmp_path, capsys):
+def test_irforge_eval_over_grpc_services_refuses(case, services, tmp_path, capsys, caplog):
+    caplog.set_level(logging.INFO, logger="irforge.grpc")
     dataset = write_beir(tmp_path / "ds", case)
     code = main(eval_argv(dataset, tmp_path / "out", "--server", services))
     assert_refused(code, capsys.readouterr(), "eval", expected(dataset, case))
     assert_nothing_in(tmp_path / "out")
+    if case.file == "corpus.jsonl":
+        # The client's bad corpus cancels its Ingest stream: not the server's fault, so no ERROR
+        # and no traceback in the server's log (its handler finishes after the client has left).
+        ingest = wait_for_record(caplog, "/irforge.v1.Corpus/Ingest")
+        assert (ingest.levelname, ingest.exc_info) == ("INFO", None), ingest.getMessage()
 
 
 @pytest.mark.parametrize("case", BEIR_CASES, ids=str)
