@@ -95,6 +95,7 @@ def test_non_string_title(tmp_path):
     (iter_corpus, r'{"_id": "d2", "text": "a \ud83d"}', "text"),
     (iter_corpus, r'{"_id": "d2", "text": "a", "metadata": {"k": ["\udc00"]}}', "metadata"),
     (iter_queries, r'{"_id": "q2", "text": "a \uD800"}', "text"),
+    (iter_corpus, r'{"_id": "d2", "\ud800": 1}', r"\ud800"),  # the message itself stays encodable
 ])
 def test_a_lone_surrogate_is_refused_at_read_time(tmp_path, reader, line, field):
     # JSON may escape half of a UTF-16 pair; Python decodes it to a str that no UTF-8 writer
@@ -103,6 +104,7 @@ def test_a_lone_surrogate_is_refused_at_read_time(tmp_path, reader, line, field)
     error = error_of(reader, path)
     assert error.line == 2
     assert f"`{field}` contains a lone surrogate" in str(error) and "not valid Unicode" in str(error)
+    str(error).encode("utf-8")
 
 
 def test_an_escaped_backslash_u_is_text_not_a_surrogate(tmp_path):

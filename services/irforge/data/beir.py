@@ -52,7 +52,12 @@ def _lone_surrogate(value: Any) -> str | None:
         except UnicodeEncodeError as error:
             return value[error.start]
         return None
-    items = [*value.keys(), *value.values()] if isinstance(value, dict) else value if isinstance(value, list) else []
+    if isinstance(value, dict):
+        items = [*value.keys(), *value.values()]
+    elif isinstance(value, list):
+        items = value
+    else:
+        return None
     return next((found for item in items if (found := _lone_surrogate(item)) is not None), None)
 
 
@@ -62,8 +67,9 @@ def _refuse_lone_surrogates(path: Path, line_number: int, obj: dict[str, Any]) -
     for name, value in obj.items():
         found = _lone_surrogate(value) or _lone_surrogate(name)
         if found is not None:
+            shown = name.encode("utf-8", "backslashreplace").decode()  # the message itself must encode
             raise DataFormatError(
-                path, f"`{name}` contains a lone surrogate {found!r} (half of a UTF-16 \\u escape pair), "
+                path, f"`{shown}` contains a lone surrogate {found!r} (half of a UTF-16 \\u escape pair), "
                       "which is not valid Unicode", line_number)
 
 
