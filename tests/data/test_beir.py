@@ -89,6 +89,29 @@ def test_non_string_title(tmp_path):
     assert "`title` must be a string, got int" in str(error)
 
 
+@pytest.mark.parametrize("reader, line, field", [
+    (iter_corpus, r'{"_id": "d\ud800", "text": "a"}', "_id"),
+    (iter_corpus, r'{"_id": "d2", "title": "x \udfff y", "text": "a"}', "title"),
+    (iter_corpus, r'{"_id": "d2", "text": "a \ud83d"}', "text"),
+    (iter_corpus, r'{"_id": "d2", "text": "a", "metadata": {"k": ["\udc00"]}}', "metadata"),
+    (iter_queries, r'{"_id": "q2", "text": "a \uD800"}', "text"),
+    (iter_corpus, r'{"_id": "d2", "\ud800": 1}', r"\ud800"),  # the message itself stays encodable
+])
+def test_a_lone_surrogate_is_refused_at_read_time(tmp_path, reader, line, field):
+    # JSON may escape half of a UTF-16 pair; Python decodes it to a str that no UTF-8 writer
+    # accepts, so it failed long after indexing (run.trec, gRPC) with a UnicodeEncodeError.
+    path = write(tmp_path / "f.jsonl", '{"_id": "ok", "text": "\\ud83d\\ude00 a pair is fine"}\n' + line + "\n")
+    error = error_of(reader, path)
+    assert error.line == 2
+    assert f"`{field}` contains a lone surrogate" in str(error) and "not valid Unicode" in str(error)
+    str(error).encode("utf-8")
+
+
+def test_an_escaped_backslash_u_is_text_not_a_surrogate(tmp_path):
+    path = write(tmp_path / "corpus.jsonl", r'{"_id": "d1", "text": "C:\\ud800"}' + "\n")
+    assert [d.text for d in iter_corpus(path)] == [r"C:\ud800"]
+
+
 def test_empty_corpus_file(tmp_path):
     path = write(tmp_path / "corpus.jsonl", "")
     error = error_of(iter_corpus, path)
@@ -208,6 +231,24 @@ def test_dataset_all_gz(tmp_path):
     assert [d.doc_id for d in dataset.corpus()] == ["d1"]
     assert [q.query_id for q in dataset.queries()] == ["q1"]
     assert dataset.qrels("dev") == {"q1": {"d1": 2}}
+
+
+def test_a_split_whose_queries_are_all_unknown_says_so(tmp_path):
+    # Before, this indexed the corpus, wrote run.trec, then failed with "the qrels are empty".
+    dataset = make_dataset(tmp_path / "tiny")
+    write(dataset.root / "qrels" / "test.tsv", "query-id\tcorpus-id\tscore\nQ-1\td1\t1\nQ-2\td1\t0\nQ-1\td2\t1\n")
+    error = error_of(dataset.qrels, "test")
+    assert error.path == str(dataset.root / "qrels" / "test.tsv")
+    assert str(error).endswith(
+        ": none of the 2 queries of the qrels is in queries.jsonl (qrels: 'Q-1', 'Q-2'; queries.jsonl: 'q1'); "
+        "check that both files use the same query ids")
+
+
+def test_a_split_with_some_unknown_queries_is_read(tmp_path):
+    # A few unknown queries are reported by check_qrels_references, not refused.
+    dataset = make_dataset(tmp_path / "tiny")
+    write(dataset.root / "qrels" / "test.tsv", "qx\td1\t1\nq1\td1\t1\n")
+    assert dataset.qrels("test") == {"qx": {"d1": 1}, "q1": {"d1": 1}}
 
 
 def test_dataset_missing_folder(tmp_path):

@@ -52,7 +52,7 @@ def test_read_run_non_numeric_score(tmp_path):
 def test_read_run_rejects_non_finite(tmp_path, score):
     path = write(tmp_path / "run.txt", f"q1 Q0 d1 1 {score} tag\n")
     error = error_of(read_trec_run, path)
-    assert str(error) == f"{path}:1: score {score!r} is not a finite number"
+    assert str(error) == f"{path}:1: score {float(score)!r} for query 'q1', document 'd1' is not a finite number"
 
 
 def test_read_run_duplicate_doc(tmp_path):
@@ -97,7 +97,7 @@ def test_read_qrels_conflicting(tmp_path):
     path = write(tmp_path / "qrels.txt", "q1 0 d1 1\nq1 0 d1 1\nq1 0 d1 0\n")
     error = error_of(read_trec_qrels, path)
     assert error.line == 3
-    assert "conflicting judgements for query 'q1', document 'd1'" in str(error)
+    assert "conflicting judgements for query 'q1', document 'd1': 1 (line 1) and 0" in str(error)
 
 
 # --- writing ---------------------------------------------------------------------------------

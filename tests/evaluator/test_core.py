@@ -141,8 +141,13 @@ def test_rr_ignores_relevant_below_k():
 # (i) nothing in common ---------------------------------------------------------------------
 
 def test_no_common_query_raises():
-    with pytest.raises(EvaluationError, match="no query of the run has judgements"):
+    with pytest.raises(EvaluationError, match="no query of the run has judgements") as error:
         evaluate({"q1": {"a": 1}}, {"q2": {"a": 1.0}}, ["nDCG@10"])
+    # What happened, so a mismatch of id styles shows at a glance.
+    assert "(run: 1 query, e.g. 'q2'; qrels: 1 query, e.g. 'q1')" in str(error.value)
+    with pytest.raises(EvaluationError) as error:
+        evaluate({"Q1": {"a": 1}}, {f"q{n}": {"a": 1.0} for n in range(5)}, ["nDCG@10"])
+    assert "(run: 5 queries, e.g. 'q0', 'q1', 'q2', ...; qrels: 1 query, e.g. 'Q1')" in str(error.value)
 
 
 def test_empty_qrels_raises():

@@ -6,6 +6,8 @@ import itertools
 import threading
 from collections.abc import Iterator
 
+import grpc
+
 from irforge.common.grpc_errors import grpc_method, grpc_stream_method
 from irforge.common.grpc_server import ServiceBinding
 from irforge.common.packing import unpack_vectors
@@ -57,7 +59,16 @@ class CorpusServicer(corpus_pb2_grpc.CorpusServicer):
             )
         try:
             with IdleWatchdog(context, self.ingest_idle_timeout_s) as watchdog:
-                yield from self._ingest(watched(request_iterator, watchdog))
+                try:
+                    yield from self._ingest(watched(request_iterator, watchdog))
+                except grpc.RpcError:
+                    if context.is_active():
+                        raise
+                    # The stream was cancelled while we read it: by its client (often because the
+                    # client's own corpus file was bad) or by the watchdog. Not a server fault, so
+                    # ABORTED, logged without a traceback, rather than INTERNAL.
+                    why = "idle too long" if watchdog.fired else "cancelled by its client"
+                    raise IngestAborted(f"the Ingest stream was {why}; nothing was committed") from None
         finally:
             self._ingest_slots.release()
 

@@ -4,17 +4,22 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from irforge.data.entries import EntryError, add_judgement
 from irforge.data.errors import DataFormatError
 from irforge.data.qrels import parse_relevance
 from irforge.data.textfile import numbered_lines
 from irforge.data.types import Document, Qrels, Query
 
 QRELS_HEADER = ("query-id", "corpus-id", "score")
+# A \uD800-\uDFFF escape: half of a UTF-16 pair, which json.loads turns into a lone surrogate
+# unless its other half follows. Only lines holding one are searched (a pre-filter, cheap).
+SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 def _parse_line(path: Path, line_number: int, line: str, kind: str) -> tuple[dict[str, Any], str]:
@@ -25,6 +30,8 @@ def _parse_line(path: Path, line_number: int, line: str, kind: str) -> tuple[dic
         raise DataFormatError(path, f"malformed JSON ({error.msg} at column {error.colno})", line_number) from None
     if not isinstance(obj, dict):
         raise DataFormatError(path, f"expected a JSON object per line, got {type(obj).__name__}", line_number)
+    if SURROGATE_ESCAPE.search(line):
+        _refuse_lone_surrogates(path, line_number, obj)
     raw_id = obj.get("_id")
     if raw_id is None or (isinstance(raw_id, str) and not raw_id.strip()):
         raise DataFormatError(path, f"{kind} has no `_id`", line_number)
@@ -35,6 +42,35 @@ def _parse_line(path: Path, line_number: int, line: str, kind: str) -> tuple[dic
         # TREC run and qrels files are whitespace-separated: such an id could never be scored.
         raise DataFormatError(path, f"`_id` {item_id!r} contains whitespace", line_number)
     return obj, item_id
+
+
+def _lone_surrogate(value: Any) -> str | None:
+    """The first lone surrogate in a JSON value's strings (keys included), or None."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as error:
+            return value[error.start]
+        return None
+    if isinstance(value, dict):
+        items = [*value.keys(), *value.values()]
+    elif isinstance(value, list):
+        items = value
+    else:
+        return None
+    return next((found for item in items if (found := _lone_surrogate(item)) is not None), None)
+
+
+def _refuse_lone_surrogates(path: Path, line_number: int, obj: dict[str, Any]) -> None:
+    """Refuse, here where it is read, a string no UTF-8 writer accepts: kept, it failed much later
+    (writing run.trec, sending to a service) with a UnicodeEncodeError and no line to look at."""
+    for name, value in obj.items():
+        found = _lone_surrogate(value) or _lone_surrogate(name)
+        if found is not None:
+            shown = name.encode("utf-8", "backslashreplace").decode()  # the message itself must encode
+            raise DataFormatError(
+                path, f"`{shown}` contains a lone surrogate {found!r} (half of a UTF-16 \\u escape pair), "
+                      "which is not valid Unicode", line_number)
 
 
 def _json_objects(path: Path, kind: str) -> Iterator[tuple[int, dict[str, Any], str]]:
@@ -101,10 +137,10 @@ def read_beir_qrels(path: str | Path) -> Qrels:
     """Read a BEIR qrels TSV: an optional "query-id corpus-id score" header, then one judgement per line."""
     path = Path(path)
     qrels: Qrels = {}
-    first_line: dict[tuple[str, str], int] = {}
+    first_lines: dict[tuple[str, str], int] = {}
     for line_number, line in numbered_lines(path):
         fields = line.split("\t") if "\t" in line else line.split()
-        if not first_line and tuple(f.strip().lower() for f in fields) == QRELS_HEADER:
+        if not first_lines and tuple(f.strip().lower() for f in fields) == QRELS_HEADER:
             continue
         if len(fields) != 3:
             raise DataFormatError(path, f"expected 3 tab-separated fields (query-id, corpus-id, score), got {len(fields)}", line_number)
@@ -112,26 +148,13 @@ def read_beir_qrels(path: str | Path) -> Qrels:
         if not query_id or not doc_id:
             raise DataFormatError(path, "empty query-id or corpus-id", line_number)
         relevance = parse_relevance(path, fields[2], line_number)
-        _add_judgement(qrels, first_line, path, line_number, query_id, doc_id, relevance)
+        try:
+            add_judgement(qrels, query_id, doc_id, relevance, first_lines, line_number)
+        except EntryError as error:
+            raise DataFormatError(path, str(error), line_number) from None
     if not qrels:
         raise DataFormatError(path, "no judgements (only a header)")
     return qrels
-
-
-def _add_judgement(
-    qrels: Qrels, first_line: dict[tuple[str, str], int], path: Path, line_number: int,
-    query_id: str, doc_id: str, relevance: int,
-) -> None:
-    judged = qrels.setdefault(query_id, {})
-    if doc_id in judged and judged[doc_id] != relevance:
-        raise DataFormatError(
-            path,
-            f"conflicting judgements for query {query_id!r}, document {doc_id!r}: "
-            f"{judged[doc_id]} (line {first_line[query_id, doc_id]}) and {relevance}",
-            line_number,
-        )
-    first_line.setdefault((query_id, doc_id), line_number)
-    judged[doc_id] = relevance
 
 
 def _first_existing(*candidates: Path) -> Path | None:
@@ -185,7 +208,27 @@ class BeirDataset:
         return iter_queries(self.queries_path)
 
     def qrels(self, split: str) -> Qrels:
-        return read_beir_qrels(self.qrels_path(split))
+        """The split's judgements; refused when none of its queries is in queries.jsonl, as no
+        query of the split could then be evaluated (found here, before any indexing work)."""
+        path = self.qrels_path(split)
+        qrels = read_beir_qrels(path)
+        self._check_some_query_known(path, qrels)
+        return qrels
+
+    def _check_some_query_known(self, path: Path, qrels: Qrels, examples: int = 3) -> None:
+        # Stops at the first known query: in a usable split that is within the first few lines.
+        seen: list[str] = []
+        for query in self.queries():
+            if query.query_id in qrels:
+                return
+            if len(seen) < examples:
+                seen.append(query.query_id)
+        shown = ", ".join(repr(q) for q in sorted(qrels)[:examples]) + (", ..." if len(qrels) > examples else "")
+        name = self.queries_path.name
+        raise DataFormatError(
+            path, f"none of the {len(qrels)} queries of the qrels is in {name} (qrels: {shown}; "
+                  f"{name}: {', '.join(repr(q) for q in seen)}{', ...' if len(seen) == examples else ''}); "
+                  "check that both files use the same query ids")
 
     def corpus_fingerprint(self) -> str:
         """SHA-256 of the corpus file's bytes (streamed): a changed corpus gets a new index."""

@@ -1,4 +1,4 @@
-"""Line iteration over plain or gzip text files, with line numbers and CRLF tolerance."""
+"""Line iteration over plain or gzip UTF-8 files, with line numbers, CRLF and BOM tolerance."""
 
 from __future__ import annotations
 
@@ -6,18 +6,24 @@ import gzip
 import io
 from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 from irforge.data.errors import DataFormatError
 
+BOM = b"\xef\xbb\xbf"
+
+
+def _open_binary(path: Path) -> BinaryIO:
+    return gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")
+
 
 def open_text(path: str | Path) -> io.TextIOBase:
-    """Open a UTF-8 text file, transparently decompressing `.gz`. Universal newlines: CRLF is fine."""
+    """Open a UTF-8 text file, transparently decompressing `.gz`. Universal newlines: CRLF is fine.
+    A BOM at the start is skipped (utf-8-sig): Windows tools write one; anywhere else it is data."""
     path = Path(path)
     if not path.is_file():
         raise DataFormatError(path, "file not found")
-    if path.suffix == ".gz":
-        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", newline=None)
-    return open(path, encoding="utf-8", newline=None)
+    return io.TextIOWrapper(_open_binary(path), encoding="utf-8-sig", newline=None)
 
 
 def numbered_lines(path: str | Path) -> Iterator[tuple[int, str]]:
@@ -35,9 +41,32 @@ def numbered_lines(path: str | Path) -> Iterator[tuple[int, str]]:
                     continue
                 seen_any = True
                 yield line_number, line
-        except UnicodeDecodeError as error:
-            raise DataFormatError(path, f"not valid UTF-8 ({error.reason})", line_number + 1) from None
+        except UnicodeDecodeError:
+            raise _undecodable(Path(path)) from None
         except (OSError, EOFError) as error:  # gzip.BadGzipFile is an OSError
-            raise DataFormatError(path, f"cannot read: {error}", line_number + 1) from None
+            # Read ahead in blocks, a corrupt stream is found somewhere after the last line handed out.
+            where = f" after line {line_number}" if line_number else ""
+            raise DataFormatError(path, f"cannot read{where}: {error}") from None
     if not seen_any:
         raise DataFormatError(path, "file is empty")
+
+
+def _undecodable(path: Path) -> DataFormatError:
+    """The error naming the first line that is not UTF-8. The text reader decodes a whole buffer
+    ahead of the line it hands out, so its position is not the line's; decoding line by line is
+    twice as slow, so it is done only once the fast pass has failed (a second, streaming pass)."""
+    with _open_binary(path) as handle:
+        for line_number, raw in enumerate(_raw_lines(handle), start=1):
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError as error:
+                return DataFormatError(path, f"not valid UTF-8 ({error.reason} at byte {error.start + 1} of the line)", line_number)
+    return DataFormatError(path, "not valid UTF-8")  # unreachable unless the file changed under us
+
+
+def _raw_lines(handle: BinaryIO) -> Iterator[bytes]:
+    """The lines as bytes, counted as universal newlines count them: \\n, \\r\\n and a lone \\r
+    each end a line, nothing else does (U+2028 may sit unescaped in JSON text)."""
+    for chunk in handle:
+        chunk = chunk.removesuffix(b"\n").removesuffix(b"\r")
+        yield from chunk.split(b"\r")

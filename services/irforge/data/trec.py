@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from irforge.common.files import atomic_write
+from irforge.data.entries import EntryError, add_judgement, add_run_entry
 from irforge.data.errors import DataFormatError
 from irforge.data.qrels import parse_relevance
 from irforge.data.textfile import numbered_lines
@@ -38,12 +38,10 @@ def read_trec_run(path: str | Path) -> TrecRun:
             score = float(raw_score)
         except ValueError:
             raise DataFormatError(path, f"score {raw_score!r} is not a number", line_number) from None
-        if not math.isfinite(score):
-            raise DataFormatError(path, f"score {raw_score!r} is not a finite number", line_number)
-        scores = run.setdefault(query_id, {})
-        if doc_id in scores:
-            raise DataFormatError(path, f"document {doc_id!r} appears twice for query {query_id!r}", line_number)
-        scores[doc_id] = score
+        try:
+            add_run_entry(run, query_id, doc_id, score)
+        except EntryError as error:
+            raise DataFormatError(path, str(error), line_number) from None
         tag = tag or line_tag
     return TrecRun(run=run, tag=tag)
 
@@ -52,16 +50,17 @@ def read_trec_qrels(path: str | Path) -> Qrels:
     """Read "qid iteration docno relevance" lines (trec_eval's qrels format)."""
     path = Path(path)
     qrels: Qrels = {}
+    first_lines: dict[tuple[str, str], int] = {}
     for line_number, line in numbered_lines(path):
         fields = line.split()
         if len(fields) != 4:
             raise DataFormatError(path, f"expected 4 fields (qid iter docno rel), got {len(fields)}", line_number)
         query_id, _, doc_id, raw_relevance = fields
         relevance = parse_relevance(path, raw_relevance, line_number)
-        judged = qrels.setdefault(query_id, {})
-        if doc_id in judged and judged[doc_id] != relevance:
-            raise DataFormatError(path, f"conflicting judgements for query {query_id!r}, document {doc_id!r}", line_number)
-        judged[doc_id] = relevance
+        try:
+            add_judgement(qrels, query_id, doc_id, relevance, first_lines, line_number)
+        except EntryError as error:
+            raise DataFormatError(path, str(error), line_number) from None
     return qrels
 
 

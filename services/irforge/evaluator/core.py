@@ -58,6 +58,13 @@ def drop_identical_ids(run: Run) -> tuple[Run, int]:
     return cleaned, dropped
 
 
+def _some_ids(by_query: dict, examples: int = 3) -> str:
+    """"2 queries, e.g. 'q1', 'q2'": enough to see two files' ids do not match, and how."""
+    count = len(by_query)
+    shown = ", ".join(repr(q) for q in sorted(by_query)[:examples]) + (", ..." if count > examples else "")
+    return f"{count} {'query' if count == 1 else 'queries'}" + (f", e.g. {shown}" if count else "")
+
+
 class Evaluator:
     """Scores runs with pytrec_eval (trec_eval's code) plus Judged@k; one tie rule throughout."""
 
@@ -73,6 +80,7 @@ class Evaluator:
             raise EvaluationError("the qrels are empty")
 
         dropped = 0
+        given_run = run
         if options.drop_identical_ids:
             run, dropped = drop_identical_ids(run)
         if options.max_docs_per_query:
@@ -88,7 +96,8 @@ class Evaluator:
             run = {query_id: run[query_id] for query_id in sorted(run) if query_id in qrels}
         if not run:
             raise EvaluationError(
-                "no query of the run has judgements in the qrels: check that both use the same query ids"
+                f"no query of the run has judgements in the qrels (run: {_some_ids(given_run)}; qrels: {_some_ids(qrels)}): "
+                "check that both use the same query ids"
             )
 
         trec_requests = [r for r in requests if r.engine == "pytrec_eval"]

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 from irforge.common.iterables import chunked
+from irforge.data.entries import EntryError, add_judgement, add_run_entry
 from irforge.data.types import Qrels, Run
-from irforge.evaluator.core import EvaluationOptions, EvaluationResult
+from irforge.evaluator.core import EvaluationError, EvaluationOptions, EvaluationResult
 from irforge.v1 import common_pb2, evaluator_pb2
 
 ENTRIES_PER_MESSAGE = 10_000  # run/qrels lines per stream message (~0.5 MB)
@@ -38,6 +40,16 @@ def request_stream(qrels: Qrels, run: Run, measures: list[str], options: Evaluat
         yield evaluator_pb2.EvaluateRequest(run=evaluator_pb2.RunChunk(entries=chunk))
 
 
+@contextmanager
+def _refusing(part: str):
+    """A bad entry is the request's error (INVALID_ARGUMENT), in the file readers' words: a map
+    would keep the last of two scores or judgements, and NaN would rank as nonsense."""
+    try:
+        yield
+    except EntryError as error:
+        raise EvaluationError(f"the request's {part}: {error}") from None
+
+
 def collect_request(messages: Iterator[evaluator_pb2.EvaluateRequest]) -> tuple[evaluator_pb2.EvaluateOptions, Qrels, Run]:
     options = None
     qrels: Qrels = {}
@@ -51,11 +63,13 @@ def collect_request(messages: Iterator[evaluator_pb2.EvaluateRequest]) -> tuple[
         elif options is None:
             raise ValueError("Evaluate: the first message must carry the options")
         elif kind == "qrels":
-            for j in message.qrels.judgements:
-                qrels.setdefault(j.query_id, {})[j.doc_id] = j.relevance
+            with _refusing("qrels"):
+                for j in message.qrels.judgements:
+                    add_judgement(qrels, j.query_id, j.doc_id, j.relevance)
         elif kind == "run":
-            for e in message.run.entries:
-                run.setdefault(e.query_id, {})[e.doc_id] = e.score
+            with _refusing("run"):
+                for e in message.run.entries:
+                    add_run_entry(run, e.query_id, e.doc_id, e.score)
     if options is None:
         raise ValueError("Evaluate: empty request stream")
     return options, qrels, run
