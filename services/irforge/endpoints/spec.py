@@ -24,6 +24,7 @@ from urllib.parse import urlsplit
 
 import yaml
 
+from irforge.common.allowed_roots import checked
 from irforge.endpoints.errors import EndpointSpecError
 
 KINDS = ("openai-embeddings", "search-http", "search-grpc", "rerank-http", "rerank-grpc")
@@ -73,7 +74,7 @@ class EndpointSpec:
 
     @classmethod
     def from_file(cls, path: str | Path) -> "EndpointSpec":
-        path = Path(path)
+        path = checked(path, "endpoint spec")
         if not path.is_file():
             raise EndpointSpecError(f"{path}: endpoint spec not found")
         try:

@@ -35,6 +35,7 @@ from urllib.parse import urlsplit
 
 import yaml
 
+from irforge.common.allowed_roots import checked
 from irforge.judge.errors import JudgeSpecError
 from irforge.judge.template import Template, load_template
 
@@ -115,7 +116,7 @@ class JudgeSpec:
 
     @classmethod
     def from_file(cls, path: str | Path) -> JudgeSpec:
-        path = Path(path)
+        path = checked(path, "judge spec")
         if not path.is_file():
             raise JudgeSpecError(f"{path}: judge spec not found")
         try:

@@ -22,6 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from irforge.common import request_context
+from irforge.common.allowed_roots import enforced
 from irforge.common.grpc_errors import ServiceUnavailable
 from irforge.common.metrics import JOBS
 from irforge.corpus.errors import BackendUnavailable
@@ -98,8 +99,9 @@ class Orchestrator:
     def submit(self, spec: JobSpec) -> str:
         spec.validate()
         spec.check_paths(self.allowed_roots)
-        steps = plan_steps(spec, self._endpoint_kind(spec))
-        self._check_services(spec, steps)
+        with enforced(self.allowed_roots):
+            steps = plan_steps(spec, self._endpoint_kind(spec))
+            self._check_services(spec, steps)
         job_id = self.store.create_job(spec.as_dict(), steps)
         self._event(job_id, "", JobState.QUEUED.value, message=f"steps: {', '.join(steps)}")
         self._pool.submit(self._run, job_id)
@@ -176,8 +178,9 @@ class Orchestrator:
 
     # -- running a job ------------------------------------------------------------------------
     def _run(self, job_id: str) -> None:
-        # Every log line and every call to a service made for the job carries its id.
-        with request_context.bound(job_id=job_id):
+        # Every log line and every call to a service made for the job carries its id; every file
+        # the job opens is checked against the allowed roots when it is opened.
+        with request_context.bound(job_id=job_id), enforced(self.allowed_roots):
             self._run_job(job_id)
 
     def _run_job(self, job_id: str) -> None:

@@ -1,0 +1,153 @@
+"""Security of a shared orchestrator: every file a job opens must lie inside the allowed roots
+(links followed, at the time it is opened), and credentials in endpoint URLs never reach
+results.json, the job record, its events, logs or error messages.
+
+Real corpus and evaluator services on 127.0.0.1, a real HTTP search endpoint, real SciFact data."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import logging
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from irforge.common.grpc_server import start_server
+from irforge.corpus import server as corpus_server
+from irforge.corpus.core import CorpusService
+from irforge.corpus.lexical.embedded import EmbeddedBackend
+from irforge.evaluator import server as evaluator_server
+from irforge.evaluator.core import Evaluator
+from irforge.orchestrator.context import ServiceAddresses
+from irforge.orchestrator.core import Orchestrator
+from irforge.orchestrator.errors import JobSpecError
+from irforge.orchestrator.spec import JobSpec
+from irforge.orchestrator.store import JobState
+
+ENDPOINT_TESTS = Path(__file__).resolve().parent.parent / "endpoints"
+
+
+def _search_servers():
+    """tests/endpoints/search_servers.py: a team's real BM25 served over HTTP."""
+    spec = importlib.util.spec_from_file_location("irforge_security_search_servers", ENDPOINT_TESTS / "search_servers.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture()
+def services_address(tmp_path):
+    running = start_server([corpus_server.binding(CorpusService(EmbeddedBackend(tmp_path / "indexes"))),
+                            evaluator_server.binding(Evaluator())], port=0)
+    yield f"127.0.0.1:{running.port}"
+    running.stop(grace=0)
+
+
+@pytest.fixture()
+def make_orchestrator(tmp_path, services_address):
+    made = []
+
+    def make(state_dir=None, **options):
+        services = ServiceAddresses(corpus=services_address, evaluator=services_address, call_timeout_s=30.0,
+                                    long_call_timeout_s=30.0)
+        orchestrator = Orchestrator(state_dir or tmp_path / "state", services, cache_path=tmp_path / "cache.sqlite3",
+                                    backoff_s=0.05, progress_interval_s=0.0, **options)
+        made.append(orchestrator)
+        return orchestrator.start()
+
+    yield make
+    for orchestrator in made:
+        orchestrator.shutdown(wait=True)
+
+
+def wait_for(orchestrator, job_id, timeout=120.0):
+    deadline = time.monotonic() + timeout
+    events = list(orchestrator.watch(job_id, is_active=lambda: time.monotonic() < deadline))
+    record = orchestrator.get(job_id)
+    assert record.state.ended, f"job {job_id} still {record.state.value} after {timeout}s"
+    return record, events
+
+
+@pytest.fixture()
+def roots(tmp_path, scifact_tiny):
+    """(allowed root, a folder outside it); the root holds a copy of the tiny SciFact dataset."""
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    shutil.copytree(scifact_tiny, root / "data")
+    outside.mkdir()
+    return root, outside
+
+
+# -- 1. allowed roots: every file opened ----------------------------------------------------------
+
+def test_a_dataset_file_linked_outside_the_roots_is_refused(make_orchestrator, roots):
+    root, outside = roots
+    secret = outside / "queries.jsonl"
+    (root / "data" / "queries.jsonl").rename(secret)
+    (root / "data" / "queries.jsonl").symlink_to(secret)
+    orchestrator = make_orchestrator(allowed_roots=(root,))
+    with pytest.raises(JobSpecError) as raised:
+        orchestrator.submit(JobSpec(dataset=str(root / "data")))
+    message = str(raised.value)
+    # Names the file, where it points, and the roots.
+    assert str(root / "data" / "queries.jsonl") in message and str(secret) in message and str(root) in message
+    assert orchestrator.list() == []
+
+
+def test_a_qrels_file_linked_outside_is_refused_too(make_orchestrator, roots):
+    root, outside = roots
+    qrels = root / "data" / "qrels" / "test.tsv"
+    qrels.rename(outside / "test.tsv")
+    qrels.symlink_to(outside / "test.tsv")
+    with pytest.raises(JobSpecError, match="outside the allowed roots"):
+        make_orchestrator(allowed_roots=(root,)).submit(JobSpec(dataset=str(root / "data")))
+
+
+def test_a_link_made_after_submission_fails_the_job_when_the_file_is_opened(make_orchestrator, roots, tmp_path):
+    root, outside = roots
+    first = make_orchestrator(allowed_roots=(root,))
+    first.request_stop()  # the job is accepted and stays QUEUED: nothing is opened yet
+    job_id = first.submit(JobSpec(dataset=str(root / "data")))
+    first.shutdown(wait=True)
+    corpus = root / "data" / "corpus.jsonl"
+    corpus.rename(outside / "corpus.jsonl")
+    corpus.symlink_to(outside / "corpus.jsonl")
+    record, _ = wait_for(make_orchestrator(allowed_roots=(root,)), job_id)
+    assert record.state == JobState.FAILED
+    assert str(corpus) in record.error and str(outside / "corpus.jsonl") in record.error
+    assert "outside the allowed roots" in record.error
+
+
+def test_a_link_that_stays_inside_the_roots_is_fine(make_orchestrator, roots):
+    root, _ = roots
+    (root / "shared").mkdir()
+    (root / "data" / "corpus.jsonl").rename(root / "shared" / "corpus.jsonl")
+    (root / "data" / "corpus.jsonl").symlink_to(root / "shared" / "corpus.jsonl")
+    orchestrator = make_orchestrator(allowed_roots=(root,))
+    record, _ = wait_for(orchestrator, orchestrator.submit(JobSpec(dataset=str(root / "data"))))
+    assert record.state == JobState.SUCCEEDED, record.error
+
+
+def test_an_endpoint_spec_linked_outside_is_refused(make_orchestrator, roots):
+    root, outside = roots
+    (outside / "endpoint.yaml").write_text("kind: search-http\nurl: http://127.0.0.1:9/search\n")
+    (root / "endpoint.yaml").symlink_to(outside / "endpoint.yaml")
+    with pytest.raises(JobSpecError) as raised:
+        make_orchestrator(allowed_roots=(root,)).submit(JobSpec(dataset=str(root / "data"), endpoint=str(root / "endpoint.yaml")))
+    assert str(outside / "endpoint.yaml") in str(raised.value)
+
+
+def test_a_judge_template_outside_the_roots_is_refused(make_orchestrator, roots):
+    root, outside = roots
+    (outside / "prompt.txt").write_text("Query: {query}\nDocument: {document}\nLabel 0-3:")
+    (root / "judge.yaml").write_text(yaml.safe_dump({"kind": "openai-chat", "url": "http://127.0.0.1:9/v1", "model": "m",
+                                                     "template": str(outside / "prompt.txt")}))
+    with pytest.raises(JobSpecError) as raised:
+        make_orchestrator(allowed_roots=(root,)).submit(
+            JobSpec(dataset=str(root / "data"), holes_depth=5, judge=str(root / "judge.yaml")))
+    assert str(outside / "prompt.txt") in str(raised.value)
