@@ -151,3 +151,101 @@ def test_a_judge_template_outside_the_roots_is_refused(make_orchestrator, roots)
         make_orchestrator(allowed_roots=(root,)).submit(
             JobSpec(dataset=str(root / "data"), holes_depth=5, judge=str(root / "judge.yaml")))
     assert str(outside / "prompt.txt") in str(raised.value)
+
+
+# -- 2. credentials in endpoint URLs --------------------------------------------------------------
+
+SECRETS = ("alice", "s3cret-pass", "K3Y-123", "T0K-456", "G00GKEY")
+
+
+def _credentialed(url: str) -> str:
+    """`url` with a user:password and secret query keys."""
+    scheme, rest = url.split("://", 1)
+    return f"{scheme}://alice:s3cret-pass@{rest}?api_key=K3Y-123&token=T0K-456&key=G00GKEY&top=5"
+
+
+def _assert_no_secret(where: str, text: str) -> None:
+    found = [secret for secret in SECRETS if secret in text]
+    assert not found, f"{where} shows {found}: {text[:2000]}"
+
+
+@pytest.fixture()
+def http_search(roots, tmp_path):
+    servers = _search_servers()
+    search = servers.Bm25Search(roots[0] / "data", tmp_path / "team-index")
+    server = servers.HttpSearchServer(search)
+    yield server
+    server.stop()
+    search.close()
+
+
+@pytest.fixture()
+def service_logs(caplog):
+    """Every record at DEBUG, through the filters a service's log handler has (common/logs.py)."""
+    from irforge.common.logs import make_handler
+
+    caplog.set_level(logging.DEBUG)
+    for log_filter in make_handler("json").filters:
+        caplog.handler.addFilter(log_filter)
+    return caplog
+
+
+def test_credentials_in_an_endpoint_url_never_reach_results_record_or_logs(make_orchestrator, roots, http_search, service_logs):
+    caplog = service_logs
+    root, _ = roots
+    (root / "endpoint.yaml").write_text(yaml.safe_dump({"kind": "search-http", "url": _credentialed(http_search.url)}))
+    orchestrator = make_orchestrator(allowed_roots=(root,))
+    job_id = orchestrator.submit(JobSpec(dataset=str(root / "data"), endpoint=str(root / "endpoint.yaml"),
+                                         output=str(root / "out")))
+    record, events = wait_for(orchestrator, job_id)
+    assert record.state == JobState.SUCCEEDED, record.error
+    results = (orchestrator.results_dir(job_id) / "results.json").read_text()
+    assert "127.0.0.1" in results  # the endpoint is still recorded, without its credentials
+    _assert_no_secret("results.json", results)
+    _assert_no_secret("the copied results.json", (root / "out" / "results.json").read_text())
+    _assert_no_secret("the job record", json.dumps([record.spec, record.error, [s.output for s in record.steps]]))
+    _assert_no_secret("the job's events", " ".join(e.message for e in events))
+    _assert_no_secret("the logs", caplog.text)
+
+
+def test_credentials_never_reach_the_error_of_a_failing_endpoint(make_orchestrator, roots, http_search, service_logs):
+    caplog = service_logs
+    root, _ = roots
+    http_search.default = "401"  # the endpoint refuses every request: the job fails naming the endpoint
+    (root / "endpoint.yaml").write_text(yaml.safe_dump({"kind": "search-http", "url": _credentialed(http_search.url),
+                                                        "max_retries": 0}))
+    orchestrator = make_orchestrator(allowed_roots=(root,))
+    record, events = wait_for(orchestrator, orchestrator.submit(JobSpec(dataset=str(root / "data"),
+                                                                        endpoint=str(root / "endpoint.yaml"))))
+    assert record.state == JobState.FAILED
+    assert "127.0.0.1" in record.error
+    _assert_no_secret("the job's error", record.error)
+    _assert_no_secret("the job's events", " ".join(e.message for e in events))
+    _assert_no_secret("the logs", caplog.text)
+
+
+def test_credentials_never_reach_a_spec_error(tmp_path):
+    from irforge.endpoints.errors import EndpointSpecError
+    from irforge.endpoints.spec import EndpointSpec
+    from irforge.judge.errors import JudgeSpecError
+    from irforge.judge.spec import JudgeSpec
+
+    with pytest.raises(EndpointSpecError) as raised:
+        EndpointSpec.from_dict({"kind": "search-grpc", "url": _credentialed("grpc://127.0.0.1:9")})
+    _assert_no_secret("an endpoint spec error", str(raised.value))
+    with pytest.raises(JudgeSpecError) as raised:
+        JudgeSpec.from_dict({"kind": "openai-chat", "url": _credentialed("ftp://127.0.0.1:9/v1"), "model": "m"})
+    _assert_no_secret("a judge spec error", str(raised.value))
+    judge = JudgeSpec.from_dict({"kind": "openai-chat", "url": _credentialed("http://127.0.0.1:9/v1"), "model": "m"})
+    _assert_no_secret("a judge's public record", json.dumps(judge.public()))
+    assert judge.public()["host"] == "127.0.0.1:9"
+
+
+def test_redact_url_keeps_what_identifies_the_endpoint():
+    from irforge.common.redact import redact_text, redact_url
+
+    assert redact_url("https://u:p@example.org:8443/v1?api_key=abc&top=5") == "https://***@example.org:8443/v1?api_key=***&top=5"
+    assert redact_url("http://127.0.0.1:8080/v1") == "http://127.0.0.1:8080/v1"
+    assert redact_url("127.0.0.1:50070") == "127.0.0.1:50070"
+    text = "POST http://bob:hunter2@h/x?access_token=zz failed; retry http://h/y"
+    assert redact_text(text) == "POST http://***@h/x?access_token=*** failed; retry http://h/y"

@@ -7,6 +7,7 @@ import functools
 
 import grpc
 
+from irforge.common.redact import redact_text
 from irforge.corpus.errors import (BackendUnavailable, CorpusBusy, CorpusConflict, CorpusError, CorpusNotFound,
                                    CorpusNotReady, IngestAborted, IngestStreamsExhausted)
 from irforge.corpus.vectors.base import DimensionMismatch
@@ -78,7 +79,7 @@ def grpc_method(method):
         try:
             return method(self, request, context)
         except Exception as error:  # noqa: BLE001 - every error must reach the client as a status
-            context.abort(status_for(error), f"{type(error).__name__}: {error}")
+            context.abort(status_for(error), redact_text(f"{type(error).__name__}: {error}"))
 
     return wrapper
 
@@ -111,6 +112,6 @@ def grpc_stream_method(method):
         try:
             yield from method(self, request, context)
         except Exception as error:  # noqa: BLE001
-            context.abort(status_for(error), f"{type(error).__name__}: {error}")
+            context.abort(status_for(error), redact_text(f"{type(error).__name__}: {error}"))
 
     return wrapper

@@ -33,6 +33,7 @@ from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import TypeVar
 
+from irforge.common.redact import redact_text
 from irforge.endpoints.errors import EndpointError, EndpointUnavailable, RequestBudgetExhausted
 
 T = TypeVar("T")
@@ -182,6 +183,7 @@ class RobustCaller:
         return cls(spec.public()["host"], **options)
 
     def redact(self, text: str) -> str:
+        text = redact_text(text)   # URLs a library put in its message, credentials included
         for secret in self._secrets:
             text = text.replace(secret, "***")
         return text

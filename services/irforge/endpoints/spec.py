@@ -25,6 +25,7 @@ from urllib.parse import urlsplit
 import yaml
 
 from irforge.common.allowed_roots import checked
+from irforge.common.redact import host_of, redact_url
 from irforge.endpoints.errors import EndpointSpecError
 
 KINDS = ("openai-embeddings", "search-http", "search-grpc", "rerank-http", "rerank-grpc")
@@ -57,9 +58,9 @@ class EndpointSpec:
             raise EndpointSpecError(f"{where}: kind {self.kind!r} is not one of {', '.join(KINDS)}")
         if self.kind.endswith("-grpc"):
             if not self.url or "://" in self.url:
-                raise EndpointSpecError(f"{where}: url for {self.kind} is HOST:PORT, got {self.url!r}")
+                raise EndpointSpecError(f"{where}: url for {self.kind} is HOST:PORT, got {redact_url(self.url)!r}")
         elif urlsplit(self.url).scheme not in ("http", "https"):
-            raise EndpointSpecError(f"{where}: url must start with http:// or https://, got {self.url!r}")
+            raise EndpointSpecError(f"{where}: url must start with http:// or https://, got {redact_url(self.url)!r}")
         for name in ("batch_size", "max_concurrency", "circuit_breaker_failures"):
             if getattr(self, name) < 1:
                 raise EndpointSpecError(f"{where}: {name} must be at least 1, got {getattr(self, name)}")
@@ -116,8 +117,10 @@ class EndpointSpec:
         return value
 
     def public(self) -> dict[str, Any]:
-        """What results.json records: everything but secrets (only the variable's name)."""
+        """What results.json records: everything but secrets (only the variable's name; the URL
+        without user:password or secret query values)."""
         record = asdict(self)
         record.pop("source")
-        record["host"] = urlsplit(self.url if "://" in self.url else f"grpc://{self.url}").netloc
+        record["url"] = redact_url(self.url)
+        record["host"] = host_of(self.url)
         return record

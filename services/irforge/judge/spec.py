@@ -36,6 +36,7 @@ from urllib.parse import urlsplit
 import yaml
 
 from irforge.common.allowed_roots import checked
+from irforge.common.redact import host_of, redact_url
 from irforge.judge.errors import JudgeSpecError
 from irforge.judge.template import Template, load_template
 
@@ -93,7 +94,7 @@ class JudgeSpec:
             raise JudgeSpecError(f"{where}: `kind` {self.kind!r} is not one of {', '.join(KINDS)}")
         if urlsplit(self.url).scheme not in ("http", "https") or not urlsplit(self.url).netloc:
             raise JudgeSpecError(f"{where}: `url` must be an http:// or https:// base URL (e.g. http://127.0.0.1:8000/v1), "
-                                 f"got {self.url!r}")
+                                 f"got {redact_url(self.url)!r}")
         if not self.model.strip():
             raise JudgeSpecError(f"{where}: `model` is empty")
         if self.token_limit_field not in TOKEN_LIMIT_FIELDS:
@@ -151,7 +152,7 @@ class JudgeSpec:
 
     @property
     def host(self) -> str:
-        return urlsplit(self.url).netloc
+        return host_of(self.url)
 
     def identity(self) -> dict[str, str]:
         """What changes the answers, so what keys the judgement store. The URL's host is left out
@@ -167,6 +168,7 @@ class JudgeSpec:
         record = asdict(self)
         for name in ("source", "prompt"):
             record.pop(name, None)
+        record["url"] = redact_url(self.url)
         record["host"] = self.host
         record["template_source"] = self.prompt.source
         record["template_sha256"] = self.prompt.sha256

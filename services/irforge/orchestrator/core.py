@@ -25,6 +25,7 @@ from irforge.common import request_context
 from irforge.common.allowed_roots import enforced
 from irforge.common.grpc_errors import ServiceUnavailable
 from irforge.common.metrics import JOBS
+from irforge.common.redact import redact_text
 from irforge.corpus.errors import BackendUnavailable
 from irforge.orchestrator.context import ServiceAddresses, StepContext
 from irforge.orchestrator.errors import (
@@ -276,6 +277,7 @@ class Orchestrator:
             lock.release()
 
     def _end(self, job_id: str, state: JobState, error: str, metrics: dict | None = None) -> None:
+        error = redact_text(error)   # the job record is read by every client: no credentials from URLs
         # The event first: a watcher that sees the job ended has then already seen its last event.
         self._event(job_id, "", state.value, message=error)
         self.store.set_state(job_id, state, error=error if state != JobState.SUCCEEDED else "", metrics=metrics)
@@ -284,6 +286,8 @@ class Orchestrator:
             self._changed.notify_all()
 
     def _event(self, job_id: str, step: str, state: str, **details) -> JobEvent:
+        if "message" in details:
+            details["message"] = redact_text(details["message"])
         event = self.store.add_event(job_id, step, state, **details)
         if state in LOGGED_EVENTS:
             with request_context.bound(job_id=job_id):
