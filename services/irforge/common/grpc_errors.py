@@ -93,9 +93,23 @@ def raise_from_rpc(error: grpc.RpcError, address: str) -> None:
             raise _rebuild(error_type, message) from None
     if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
         raise ServiceUnavailable(
-            f"no irforge server answering at {address} ({code.name}: {details}); start one with `irforge service`"
+            f"no irforge server answering at {address} ({code.name}: {details}); "
+            + (_tls_hint(details) or "start one with `irforge service`")
         ) from None
     raise RemoteError(f"{address}: {code.name}: {details}") from None
+
+
+def _tls_hint(details: str) -> str:
+    """What to do when the failure looks like TLS on one side only, or a certificate that does not verify."""
+    lowered = details.lower()
+    if "certificate" in lowered or "handshake" in lowered or "ssl" in lowered:
+        return ("the TLS handshake failed: trust the CA that signed the server's certificate (--tls-ca / "
+                "$IRFORGE_TLS_CA), and if it requires client certificates give one (--tls-client-cert / --tls-client-key)")
+    if "socket closed" in lowered or "connection reset" in lowered:
+        return ("the server closed the connection: if it serves TLS, call it with --tls-ca / $IRFORGE_TLS_CA "
+                "(and --tls-client-cert / --tls-client-key if it requires client certificates); else start one "
+                "with `irforge service`")
+    return ""
 
 
 def _rebuild(error_type: type[Exception], message: str) -> Exception:

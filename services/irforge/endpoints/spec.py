@@ -10,6 +10,10 @@
     passage_params: {input_type: passage}
     batch_size: 64
     max_concurrency: 4
+    ca_bundle: certs/team-ca.pem # https / gRPC TLS: trust this CA (relative to this file); default: system CAs
+    client_cert: certs/irforge.pem   # mutual TLS: the certificate irforge presents, with client_key
+    client_key: certs/irforge.key
+    tls: true                    # gRPC kinds: TLS even without ca_bundle (system CAs); ca_bundle implies it
 
 Command-line flags may override fields (`EndpointSpec.with_overrides`).
 """
@@ -26,6 +30,7 @@ import yaml
 
 from irforge.common.allowed_roots import checked
 from irforge.common.redact import host_of, redact_url
+from irforge.common.tls import spec_file
 from irforge.endpoints.errors import EndpointSpecError
 
 KINDS = ("openai-embeddings", "search-http", "search-grpc", "rerank-http", "rerank-grpc")
@@ -50,6 +55,10 @@ class EndpointSpec:
     backoff_max_s: float = 30.0
     request_budget: int | None = None      # at most this many requests per run (None: unlimited)
     circuit_breaker_failures: int = 5      # consecutive failed attempts (429s aside) that stop the run
+    ca_bundle: str | None = None           # PEM CA(s) the endpoint's certificate must chain to (https, gRPC TLS)
+    client_cert: str | None = None         # PEM certificate for mutual TLS, with client_key
+    client_key: str | None = None
+    tls: bool = False                      # gRPC kinds: TLS with the system CAs (ca_bundle / client_cert imply it)
     source: str = ""                       # the file it came from, for messages
 
     def __post_init__(self):
@@ -72,6 +81,23 @@ class EndpointSpec:
             raise EndpointSpecError(f"{where}: dimensions must be positive when set")
         if self.kind == "openai-embeddings" and not self.model:
             raise EndpointSpecError(f"{where}: openai-embeddings needs `model`")
+        if bool(self.client_cert) != bool(self.client_key):
+            raise EndpointSpecError(f"{where}: client_cert and client_key go together (mutual TLS)")
+        if not self.kind.endswith("-grpc") and self.uses_tls and urlsplit(self.url).scheme != "https":
+            raise EndpointSpecError(f"{where}: ca_bundle, client_cert and tls need an https:// url, got {redact_url(self.url)!r}")
+
+    # -- TLS ----------------------------------------------------------------------------------
+    @property
+    def uses_tls(self) -> bool:
+        return bool(self.tls or self.ca_bundle or self.client_cert) or urlsplit(self.url).scheme == "https"
+
+    def tls_file(self, name: str) -> Path | None:
+        """The file a TLS field names (relative to the spec's folder), checked when it is opened."""
+        return spec_file(getattr(self, name), source=self.source or "endpoint spec", name=name, error=EndpointSpecError)
+
+    def check_files(self) -> None:
+        for name in ("ca_bundle", "client_cert", "client_key"):
+            self.tls_file(name)
 
     @classmethod
     def from_file(cls, path: str | Path) -> "EndpointSpec":

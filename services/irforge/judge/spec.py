@@ -19,6 +19,9 @@
     max_tokens: 5                     # the answer is one number
     price_per_million_prompt_tokens: 0.15        # USD, for cost accounting (default 0)
     price_per_million_completion_tokens: 0.60
+    ca_bundle: certs/llm-ca.pem       # https: trust this CA (relative to this spec's folder); default: system CAs
+    client_cert: certs/irforge.pem    # mutual TLS: the certificate presented, with client_key
+    client_key: certs/irforge.key
 
 Field names follow irforge.endpoints.spec.EndpointSpec where they mean the same thing, so the
 RobustCaller that calls endpoints governs the judge's retries too.
@@ -37,6 +40,7 @@ import yaml
 
 from irforge.common.allowed_roots import checked
 from irforge.common.redact import host_of, redact_url
+from irforge.common.tls import spec_file
 from irforge.judge.errors import JudgeSpecError
 from irforge.judge.template import Template, load_template
 
@@ -46,7 +50,7 @@ _INTS = ("max_concurrency", "max_retries", "circuit_breaker_failures", "request_
          "max_unparsed_retries", "max_tokens")
 _NUMBERS = ("timeout_s", "backoff_initial_s", "backoff_max_s", "temperature",
             "price_per_million_prompt_tokens", "price_per_million_completion_tokens")
-_TEXTS = ("kind", "url", "model", "api_key_env", "template", "token_limit_field")
+_TEXTS = ("kind", "url", "model", "api_key_env", "template", "token_limit_field", "ca_bundle", "client_cert", "client_key")
 # OpenAI's reasoning models refuse `max_tokens` and take `max_completion_tokens`; most
 # OpenAI-compatible servers (vLLM, TGI, llama.cpp) take `max_tokens`.
 TOKEN_LIMIT_FIELDS = ("max_tokens", "max_completion_tokens")
@@ -73,6 +77,9 @@ class JudgeSpec:
     token_limit_field: str = "max_tokens"   # the request field max_tokens is sent as (TOKEN_LIMIT_FIELDS)
     price_per_million_prompt_tokens: float = 0.0
     price_per_million_completion_tokens: float = 0.0
+    ca_bundle: str | None = None            # https: PEM CA(s) the server's certificate must chain to
+    client_cert: str | None = None          # mutual TLS, with client_key
+    client_key: str | None = None
     source: str = ""                        # the file it came from, for messages
     prompt: Template = field(init=False, repr=False, compare=False)
 
@@ -112,6 +119,12 @@ class JudgeSpec:
                 raise JudgeSpecError(f"{where}: `{name}` must not be negative, got {getattr(self, name)}")
         if self.timeout_s <= 0:
             raise JudgeSpecError(f"{where}: `timeout_s` must be positive, got {self.timeout_s}")
+        if bool(self.client_cert) != bool(self.client_key):
+            raise JudgeSpecError(f"{where}: `client_cert` and `client_key` go together (mutual TLS)")
+        if (self.ca_bundle or self.client_cert) and urlsplit(self.url).scheme != "https":
+            raise JudgeSpecError(f"{where}: `ca_bundle` and `client_cert` need an https:// url")
+        for name in ("ca_bundle", "client_cert", "client_key"):
+            self.tls_file(name)   # missing, or outside the allowed roots: said now, not at the first request
         base_dir = Path(self.source).parent if self.source and Path(self.source).is_file() else None
         object.__setattr__(self, "prompt", load_template(self.template, base_dir=base_dir, where=f"{where}: `template`"))
 
@@ -149,6 +162,9 @@ class JudgeSpec:
             raise JudgeSpecError(f"{self.source or 'judge spec'}: environment variable {self.api_key_env} "
                                  f"(`api_key_env`) is not set")
         return value
+
+    def tls_file(self, name: str) -> Path | None:
+        return spec_file(getattr(self, name), source=self.source or "judge spec", name=name, error=JudgeSpecError)
 
     @property
     def host(self) -> str:

@@ -139,7 +139,7 @@ class JobSpec:
             _ = dataset.corpus_path, dataset.queries_path, dataset.qrels_path(self.split)
             for field in ("endpoint", "reranker_endpoint"):
                 if getattr(self, field):
-                    EndpointSpec.from_file(getattr(self, field))
+                    EndpointSpec.from_file(getattr(self, field)).check_files()
             field = "judge"
             if self.judge:
                 JudgeSpec.from_file(self.judge)
