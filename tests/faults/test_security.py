@@ -153,6 +153,16 @@ def test_a_judge_template_outside_the_roots_is_refused(make_orchestrator, roots)
     assert str(outside / "prompt.txt") in str(raised.value)
 
 
+def test_a_tls_file_an_endpoint_spec_names_outside_the_roots_is_refused(make_orchestrator, roots):
+    root, outside = roots
+    (outside / "ca.pem").write_text("-----BEGIN CERTIFICATE-----\n")
+    (root / "endpoint.yaml").write_text(yaml.safe_dump({"kind": "search-http", "url": "https://127.0.0.1:9/search",
+                                                        "ca_bundle": "../outside/ca.pem"}))
+    with pytest.raises(JobSpecError) as raised:
+        make_orchestrator(allowed_roots=(root,)).submit(JobSpec(dataset=str(root / "data"), endpoint=str(root / "endpoint.yaml")))
+    assert "ca_bundle" in str(raised.value) and str(outside / "ca.pem") in str(raised.value)
+
+
 # -- 2. credentials in endpoint URLs --------------------------------------------------------------
 
 SECRETS = ("alice", "s3cret-pass", "K3Y-123", "T0K-456", "G00GKEY")
