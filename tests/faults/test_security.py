@@ -234,6 +234,27 @@ def test_credentials_never_reach_the_error_of_a_failing_endpoint(make_orchestrat
     _assert_no_secret("the logs", caplog.text)
 
 
+def test_irforge_eval_never_shows_credentials(roots, http_search, tmp_path, capsys, service_logs):
+    """The same without the orchestrator: `irforge eval --endpoint`, its results.json, its error
+    output (a refusing endpoint) and its logs; the URL given by --endpoint-url too."""
+    from irforge.cli.main import main
+
+    root, _ = roots
+    spec = tmp_path / "endpoint.yaml"
+    spec.write_text(yaml.safe_dump({"kind": "search-http", "url": "http://127.0.0.1:9/unused", "max_retries": 0}))
+    common = ["eval", "--dataset", str(root / "data"), "--endpoint", str(spec), "--endpoint-url", _credentialed(http_search.url)]
+    assert main([*common, "--out", str(tmp_path / "ok")]) == 0
+    results = (tmp_path / "ok" / "results.json").read_text()
+    assert "127.0.0.1" in results
+    _assert_no_secret("irforge eval's results.json", results)
+    http_search.default = "403"
+    assert main([*common, "--out", str(tmp_path / "refused")]) == 2
+    output = capsys.readouterr()
+    assert "HTTP 403" in output.err
+    _assert_no_secret("irforge eval's output", output.out + output.err)
+    _assert_no_secret("the logs", service_logs.text)
+
+
 def test_credentials_never_reach_a_spec_error(tmp_path):
     from irforge.endpoints.errors import EndpointSpecError
     from irforge.endpoints.spec import EndpointSpec

@@ -9,6 +9,7 @@ import sys
 from irforge import __version__
 from irforge.cli import eval_cmd, jobs_cmd, judge_cmd, metrics_cmd, qc_cmd, serve_cmd, service_cmd, shard_cmd
 from irforge.common.grpc_errors import ServiceUnavailable
+from irforge.common.redact import redact_text
 from irforge.common.tls import CLIENT_VARIABLES, TlsConfigError
 from irforge.corpus.errors import CorpusError
 from irforge.data.errors import DataFormatError
@@ -66,7 +67,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.handler(args)
     except USER_ERRORS as error:
-        print(f"irforge {args.command}: error: {error}", file=sys.stderr)
+        # Errors quote what the user gave (an endpoint's URL among them): never its credentials.
+        print(f"irforge {args.command}: error: {redact_text(str(error))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"irforge {args.command}: interrupted", file=sys.stderr)

@@ -57,6 +57,9 @@ class RedactFilter(logging.Filter):
         message = record.getMessage()
         if "://" in message:
             record.msg, record.args = redact_text(message), None
+        for key, value in vars(record).items():   # `extra=` fields: JSON logs write them out
+            if key not in _RECORD_ATTRIBUTES and isinstance(value, str) and "://" in value:
+                setattr(record, key, redact_text(value))
         if record.exc_info and not record.exc_text:
             record.exc_text = logging.Formatter().formatException(record.exc_info)
         if record.exc_text:
