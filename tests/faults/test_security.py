@@ -195,9 +195,12 @@ def service_logs(caplog):
     from irforge.common.logs import make_handler
 
     caplog.set_level(logging.DEBUG)
-    for log_filter in make_handler("json").filters:
+    filters = make_handler("json").filters
+    for log_filter in filters:
         caplog.handler.addFilter(log_filter)
-    return caplog
+    yield caplog
+    for log_filter in filters:
+        caplog.handler.removeFilter(log_filter)
 
 
 def test_credentials_in_an_endpoint_url_never_reach_results_record_or_logs(make_orchestrator, roots, http_search, service_logs):

@@ -286,7 +286,7 @@ class Orchestrator:
             self._changed.notify_all()
 
     def _event(self, job_id: str, step: str, state: str, **details) -> JobEvent:
-        if "message" in details:
+        if isinstance(details.get("message"), str):   # events are the job record clients read: no URL credentials
             details["message"] = redact_text(details["message"])
         event = self.store.add_event(job_id, step, state, **details)
         if state in LOGGED_EVENTS:
