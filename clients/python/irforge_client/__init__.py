@@ -3,7 +3,7 @@
     from irforge_client import EvaluatorClient, CorpusClient, OrchestratorClient, serve_retriever
 """
 
-from irforge_client._channel import request_id
+from irforge_client._channel import Tls, request_id
 from irforge_client.corpus import CorpusClient, Hit
 from irforge_client.evaluator import Evaluation, EvaluatorClient
 from irforge_client.orchestrator import Job, JobError, JobEvent, OrchestratorClient
@@ -11,4 +11,4 @@ from irforge_client.retriever import RetrieverServer, serve_retriever
 
 __version__ = "0.1.0"
 __all__ = ["CorpusClient", "Evaluation", "EvaluatorClient", "Hit", "Job", "JobError", "JobEvent", "OrchestratorClient",
-           "RetrieverServer", "request_id", "serve_retriever"]
+           "RetrieverServer", "Tls", "request_id", "serve_retriever"]

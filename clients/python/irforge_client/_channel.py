@@ -1,19 +1,28 @@
 """Channels as irforge's own services open them: the same message size cap, the same retries of
 UNAVAILABLE, and an `x-request-id` on every call, so a team can quote the id of a call that went
-wrong and irforge's logs find it.
+wrong and irforge's logs find it. The SDK stays free of the server package, so these settings are
+a copy of `irforge.common.grpc_server`'s; tests/faults/test_job_status.py fails if the two drift.
 
-The SDK stays free of the server package, so these settings are a copy of
-`irforge.common.grpc_server`'s; tests/clients/test_client_sdk.py fails if the two drift.
+TLS: a client trusts a CA (and may present a certificate, for servers that require one), read from
+the same variables irforge itself uses, so one setting covers the CLI and the SDK:
+
+    IRFORGE_TLS_CA             PEM CA bundle; set: channels use TLS
+    IRFORGE_TLS_CLIENT_CERT    PEM certificate for mutual TLS, with IRFORGE_TLS_CLIENT_KEY
+
+or explicitly: `EvaluatorClient(address, tls=Tls(ca="ca.pem"))`.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import uuid
 from collections import namedtuple
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass
+from pathlib import Path
 
 import grpc
 
@@ -77,6 +86,37 @@ class _RequestIds(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClientInterc
         return continuation(self._with_id(client_call_details), request_iterator)
 
 
-def channel(address: str) -> grpc.Channel:
+@dataclass(frozen=True)
+class Tls:
+    """What a client trusts and presents. ca None: the system's CAs."""
+
+    ca: str | Path | None = None
+    cert: str | Path | None = None
+    key: str | Path | None = None
+
+    def __post_init__(self):
+        if bool(self.cert) != bool(self.key):
+            raise ValueError("Tls: a client certificate needs its key (cert and key go together)")
+
+    @classmethod
+    def from_env(cls) -> Tls | None:
+        ca, cert, key = (os.environ.get(name) or None for name in
+                         ("IRFORGE_TLS_CA", "IRFORGE_TLS_CLIENT_CERT", "IRFORGE_TLS_CLIENT_KEY"))
+        return cls(ca, cert, key) if ca or cert else None
+
+    def credentials(self) -> grpc.ChannelCredentials:
+        def read(path):
+            return Path(path).read_bytes() if path else None
+
+        return grpc.ssl_channel_credentials(read(self.ca), read(self.key), read(self.cert))
+
+
+def channel(address: str, tls: Tls | None = None) -> grpc.Channel:
+    """A channel to `address`: TLS with `tls`, else with the environment's settings, else plaintext."""
+    tls = tls or Tls.from_env()
     options = [*OPTIONS, ("grpc.service_config", SERVICE_CONFIG), ("grpc.enable_retries", 1)]
-    return grpc.intercept_channel(grpc.insecure_channel(address, options=options), _RequestIds())
+    if tls is None:
+        opened = grpc.insecure_channel(address, options=options)
+    else:
+        opened = grpc.secure_channel(address, tls.credentials(), options=options)
+    return grpc.intercept_channel(opened, _RequestIds())

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from itertools import islice
 
-from irforge_client._channel import channel
+from irforge_client._channel import Tls, channel
 from irforge_client.v1 import common_pb2, corpus_pb2, corpus_pb2_grpc
 
 
@@ -29,8 +29,8 @@ class IngestReport:
 class CorpusClient:
     """Documents are mappings with BEIR's keys: `_id`, `title`, `text`, optional `metadata`."""
 
-    def __init__(self, address: str, timeout: float = 600.0):
-        self._channel = channel(address)
+    def __init__(self, address: str, timeout: float = 600.0, *, tls: Tls | None = None):
+        self._channel = channel(address, tls)
         self._stub = corpus_pb2_grpc.CorpusStub(self._channel)
         self.timeout = timeout
 

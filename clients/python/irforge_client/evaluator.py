@@ -6,7 +6,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import islice
 
-from irforge_client._channel import channel
+from irforge_client._channel import Tls, channel
 from irforge_client.v1 import common_pb2, evaluator_pb2, evaluator_pb2_grpc
 
 ENTRIES_PER_MESSAGE = 10_000
@@ -33,8 +33,8 @@ class EvaluatorClient:
     """`EvaluatorClient("127.0.0.1:50051").evaluate(qrels, run)`; qrels and run as nested dicts
     (query id -> doc id -> relevance / score). Streams them in chunks, so runs of any size work."""
 
-    def __init__(self, address: str, timeout: float = 600.0):
-        self._channel = channel(address)
+    def __init__(self, address: str, timeout: float = 600.0, *, tls: Tls | None = None):
+        self._channel = channel(address, tls)
         self._stub = evaluator_pb2_grpc.EvaluatorStub(self._channel)
         self.timeout = timeout
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import grpc
 from google.protobuf import json_format
 
-from irforge_client._channel import channel
+from irforge_client._channel import Tls, channel
 from irforge_client.v1 import orchestrator_pb2, orchestrator_pb2_grpc
 
 ENDED = ("SUCCEEDED", "FAILED", "CANCELLED")
@@ -80,10 +80,10 @@ def _job(message) -> Job:
 
 
 class OrchestratorClient:
-    def __init__(self, address: str, timeout: float = 60.0):
+    def __init__(self, address: str, timeout: float = 60.0, *, tls: Tls | None = None):
         self.address = address
         self.timeout = timeout
-        self._channel = channel(address)
+        self._channel = channel(address, tls)
         self._stub = orchestrator_pb2_grpc.OrchestratorStub(self._channel)
 
     def _call(self, method, request):

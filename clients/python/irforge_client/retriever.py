@@ -4,6 +4,8 @@
         return my_index.top_k(query, k)          # [(doc_id, score), ...]
 
     server = serve_retriever(search, port=50070)  # irforge calls it; server.stop() when done
+    server = serve_retriever(search, port=50070, tls_cert="cert.pem", tls_key="key.pem")  # TLS only;
+    # the endpoint spec then names the CA (`ca_bundle`); add client_ca="ca.pem" to require client certificates
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from concurrent import futures
 from dataclasses import dataclass
+from pathlib import Path
 
 import grpc
 
@@ -46,10 +49,21 @@ class RetrieverServer:
         self.server.stop(grace).wait()
 
 
-def serve_retriever(search: SearchFunction, host: str = "127.0.0.1", port: int = 0, max_workers: int = 8) -> RetrieverServer:
-    """Start a Retriever server around `search`; port 0 picks a free port (see .port)."""
+def serve_retriever(search: SearchFunction, host: str = "127.0.0.1", port: int = 0, max_workers: int = 8, *,
+                    tls_cert: str | Path | None = None, tls_key: str | Path | None = None,
+                    client_ca: str | Path | None = None) -> RetrieverServer:
+    """Start a Retriever server around `search`; port 0 picks a free port (see .port). With
+    tls_cert and tls_key (PEM files) it serves TLS only; client_ca also requires client certificates."""
+    if bool(tls_cert) != bool(tls_key) or (client_ca and not tls_cert):
+        raise ValueError("serve_retriever: TLS needs tls_cert and tls_key together (client_ca needs both)")
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers), options=OPTIONS)
     retriever_pb2_grpc.add_RetrieverServicer_to_server(_Servicer(search), server)
-    bound = server.add_insecure_port(f"{host}:{port}")
+    if tls_cert:
+        credentials = grpc.ssl_server_credentials([(Path(tls_key).read_bytes(), Path(tls_cert).read_bytes())],
+                                                  root_certificates=Path(client_ca).read_bytes() if client_ca else None,
+                                                  require_client_auth=bool(client_ca))
+        bound = server.add_secure_port(f"{host}:{port}", credentials)
+    else:
+        bound = server.add_insecure_port(f"{host}:{port}")
     server.start()
     return RetrieverServer(server, bound)

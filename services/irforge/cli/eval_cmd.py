@@ -8,6 +8,7 @@ from contextlib import ExitStack
 from pathlib import Path
 
 from irforge.cli import build, judge_cmd
+from irforge.common.redact import redact_text
 from irforge.corpus.settings import Bm25Settings
 from irforge.evaluator.measures import DEFAULT_MEASURES, parse_measures
 from irforge.pipeline.eval_job import EvalJob, EvalJobSpec
@@ -66,13 +67,13 @@ def run_eval(args: argparse.Namespace) -> int:
             judge_cmd.check_judge_choice(args)  # a bad --judge fails before the evaluation, not after it
         settings = build.settings_from_args(args)
     except ValueError as error:
-        print(f"irforge eval: error: {error}", file=sys.stderr)
+        print(f"irforge eval: error: {redact_text(str(error))}", file=sys.stderr)
         return 2
     with ExitStack() as stack:
         try:
             retriever, evaluator, mode = build.build_pipeline(args, settings, stack)
         except ValueError as error:  # flag combinations, endpoint specs: before any work
-            print(f"irforge eval: error: {error}", file=sys.stderr)
+            print(f"irforge eval: error: {redact_text(str(error))}", file=sys.stderr)
             return 2
         results = EvalJob(spec, retriever, evaluator, mode).run()
     print_table(results, sys.stdout)

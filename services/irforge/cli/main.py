@@ -9,6 +9,8 @@ import sys
 from irforge import __version__
 from irforge.cli import eval_cmd, jobs_cmd, judge_cmd, metrics_cmd, qc_cmd, serve_cmd, service_cmd, shard_cmd
 from irforge.common.grpc_errors import ServiceUnavailable
+from irforge.common.redact import redact_text
+from irforge.common.tls import CLIENT_VARIABLES, TlsConfigError
 from irforge.corpus.errors import CorpusError
 from irforge.data.errors import DataFormatError
 from irforge.endpoints.errors import EndpointError
@@ -21,7 +23,7 @@ from irforge.models.errors import ModelError
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 USER_ERRORS = (DataFormatError, MeasureError, EvaluationError, CorpusError, ModelError, EndpointError, ServiceUnavailable,
-               JudgeError)
+               JudgeError, TlsConfigError)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -36,7 +38,27 @@ def build_parser() -> argparse.ArgumentParser:
     qc_cmd.add_parser(subparsers)
     judge_cmd.add_parser(subparsers)
     shard_cmd.add_parser(subparsers)
+    for command in subparsers.choices.values():
+        add_client_tls_arguments(command)
     return parser
+
+
+def add_client_tls_arguments(parser: argparse.ArgumentParser) -> None:
+    """Every command may call irforge services (--server, --corpus-server, an orchestrator's services)."""
+    group = parser.add_argument_group("TLS (channels to irforge services)")
+    group.add_argument("--tls-ca", metavar="PEM", help=f"call irforge services over TLS, trusting this CA (${CLIENT_VARIABLES['ca']})")
+    group.add_argument("--tls-client-cert", metavar="PEM",
+                       help=f"mutual TLS: present this certificate (${CLIENT_VARIABLES['cert']})")
+    group.add_argument("--tls-client-key", metavar="PEM", help=f"its private key (${CLIENT_VARIABLES['key']})")
+
+
+def apply_client_tls_arguments(args: argparse.Namespace) -> None:
+    """Flags become the environment: every channel this process opens reads it (common/tls.py),
+    and so do the services and workers it starts."""
+    for name, variable in (("tls_ca", CLIENT_VARIABLES["ca"]), ("tls_client_cert", CLIENT_VARIABLES["cert"]),
+                           ("tls_client_key", CLIENT_VARIABLES["key"])):
+        if getattr(args, name, None):
+            os.environ[variable] = str(getattr(args, name))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -57,10 +79,12 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run(argv: list[str] | None) -> int:
     args = build_parser().parse_args(argv)
+    apply_client_tls_arguments(args)
     try:
         return args.handler(args)
     except USER_ERRORS as error:
-        print(f"irforge {args.command}: error: {error}", file=sys.stderr)
+        # Errors quote what the user gave (an endpoint's URL among them): never its credentials.
+        print(f"irforge {args.command}: error: {redact_text(str(error))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"irforge {args.command}: interrupted", file=sys.stderr)

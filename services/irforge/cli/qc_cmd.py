@@ -8,6 +8,7 @@ from contextlib import ExitStack
 from pathlib import Path
 
 from irforge.cli import build
+from irforge.common.redact import redact_text
 from irforge.judge.qc.prelabel import Thresholds
 
 DEFAULT_RERANKERS = ("bm25", "dense:{model}")
@@ -94,12 +95,12 @@ def run_qc(args: argparse.Namespace) -> int:
         try:
             job = build_job(args, stack)
         except ValueError as error:
-            print(f"irforge qc: error: {error}", file=sys.stderr)
+            print(f"irforge qc: error: {redact_text(str(error))}", file=sys.stderr)
             return 2
         try:
             summary = job.run()
         except ValueError as error:  # an OUTDIR refused, a contradictory hard negatives file
-            print(f"irforge qc: error: {error}", file=sys.stderr)
+            print(f"irforge qc: error: {redact_text(str(error))}", file=sys.stderr)
             return 2
     print_summary(summary, sys.stdout)
     return 0

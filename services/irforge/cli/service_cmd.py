@@ -12,6 +12,7 @@ from pathlib import Path
 
 from irforge.cli import build
 from irforge.common.grpc_server import PortUnavailable, start_server
+from irforge.common.tls import SERVER_VARIABLES, ServerTls
 from irforge.common.observability import add_observability_arguments, start_observability
 from irforge.corpus.lexical import BACKENDS
 from irforge.corpus.server import DEFAULT_INGEST_IDLE_TIMEOUT_S, DEFAULT_MAX_INGEST_STREAMS
@@ -50,6 +51,14 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--judge", default="embedded", help="judge service: 'embedded' or a judge spec YAML (default embedded)")
     parser.add_argument("--store", type=Path, help="judge service: judgement store (default $IRFORGE_JUDGE_STORE or the user data dir)")
     add_observability_arguments(parser)
+    tls = parser.add_argument_group("TLS (this server)")
+    tls.add_argument("--tls-cert", metavar="PEM", default=os.environ.get(SERVER_VARIABLES["cert"]),
+                     help=f"serve TLS only, with this certificate (chain) (default ${SERVER_VARIABLES['cert']}; none: plaintext)")
+    tls.add_argument("--tls-key", metavar="PEM", default=os.environ.get(SERVER_VARIABLES["key"]),
+                     help=f"the certificate's private key (default ${SERVER_VARIABLES['key']})")
+    tls.add_argument("--tls-client-ca", metavar="PEM", default=os.environ.get(SERVER_VARIABLES["client_ca"]),
+                     help="mutual TLS: accept only clients whose certificate chains to this CA "
+                          f"(default ${SERVER_VARIABLES['client_ca']})")
     build.add_vector_store_arguments(parser)
     build.add_encoder_arguments(parser)
     add_orchestrator_arguments(parser)
@@ -105,13 +114,15 @@ def run_service(args: argparse.Namespace) -> int:
             stop_when_parent_dies(int(parent), stop)
         start_observability(args.name, args.host, args.metrics_port, args.log_format, stack)
         try:
+            tls = ServerTls.from_settings(args.tls_cert, args.tls_key, args.tls_client_ca)
             running = start_server(build_bindings(args, stack), host=args.host,
-                                   port=DEFAULT_PORTS[args.name] if args.port is None else args.port, max_workers=args.workers)
+                                   port=DEFAULT_PORTS[args.name] if args.port is None else args.port, max_workers=args.workers,
+                                   tls=tls)
         except (PortUnavailable, StoreInUse, ValueError) as error:
             print(f"irforge service {args.name}: error: {error}", file=sys.stderr, flush=True)
             return 2
         # Tests and scripts read this line to learn the port; keep its shape stable.
-        print(f"irforge {args.name} service listening on {args.host}:{running.port}", flush=True)
+        print(f"irforge {args.name} service listening on {args.host}:{running.port}" + (" (TLS)" if tls else ""), flush=True)
         stop.wait()
         print(f"irforge {args.name} service stopping", file=sys.stderr, flush=True)
         running.stop()

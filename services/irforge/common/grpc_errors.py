@@ -7,6 +7,7 @@ import functools
 
 import grpc
 
+from irforge.common.redact import redact_text
 from irforge.corpus.errors import (BackendUnavailable, CorpusBusy, CorpusConflict, CorpusError, CorpusNotFound,
                                    CorpusNotReady, IngestAborted, IngestStreamsExhausted)
 from irforge.corpus.vectors.base import DimensionMismatch
@@ -78,7 +79,7 @@ def grpc_method(method):
         try:
             return method(self, request, context)
         except Exception as error:  # noqa: BLE001 - every error must reach the client as a status
-            context.abort(status_for(error), f"{type(error).__name__}: {error}")
+            context.abort(status_for(error), redact_text(f"{type(error).__name__}: {error}"))
 
     return wrapper
 
@@ -92,9 +93,23 @@ def raise_from_rpc(error: grpc.RpcError, address: str) -> None:
             raise _rebuild(error_type, message) from None
     if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
         raise ServiceUnavailable(
-            f"no irforge server answering at {address} ({code.name}: {details}); start one with `irforge service`"
+            f"no irforge server answering at {address} ({code.name}: {details}); "
+            + (_tls_hint(details) or "start one with `irforge service`")
         ) from None
     raise RemoteError(f"{address}: {code.name}: {details}") from None
+
+
+def _tls_hint(details: str) -> str:
+    """What to do when the failure looks like TLS on one side only, or a certificate that does not verify."""
+    lowered = details.lower()
+    if "certificate" in lowered or "handshake" in lowered or "ssl" in lowered:
+        return ("the TLS handshake failed: trust the CA that signed the server's certificate (--tls-ca / "
+                "$IRFORGE_TLS_CA), and if it requires client certificates give one (--tls-client-cert / --tls-client-key)")
+    if "socket closed" in lowered or "connection reset" in lowered:
+        return ("the server closed the connection: if it serves TLS, call it with --tls-ca / $IRFORGE_TLS_CA "
+                "(and --tls-client-cert / --tls-client-key if it requires client certificates); else start one "
+                "with `irforge service`")
+    return ""
 
 
 def _rebuild(error_type: type[Exception], message: str) -> Exception:
@@ -111,6 +126,6 @@ def grpc_stream_method(method):
         try:
             yield from method(self, request, context)
         except Exception as error:  # noqa: BLE001
-            context.abort(status_for(error), f"{type(error).__name__}: {error}")
+            context.abort(status_for(error), redact_text(f"{type(error).__name__}: {error}"))
 
     return wrapper

@@ -1,7 +1,9 @@
 """One way to stand up an irforge gRPC server: the services, plus standard health checking
 (grpc.health.v1) and server reflection, so grpcurl, grpc_health_probe and Kubernetes probes work,
 and request ids, metrics and request logs (irforge.common.grpc_interceptors) on every call.
-One way to open a channel to one: message size limits, retries of UNAVAILABLE, request ids passed on."""
+One way to open a channel to one: message size limits, retries of UNAVAILABLE, request ids passed on.
+Both speak TLS when configured (irforge.common.tls): a server given a ServerTls, a channel given a
+ClientTls or, by default, the one the environment configures."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from irforge.common.grpc_interceptors import ClientTelemetry, ServerTelemetry
+from irforge.common.tls import ClientTls, ServerTls
 
 # Runs and batches of documents can be large; chunked streams keep messages well under this.
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
@@ -70,8 +73,10 @@ class RunningServer:
         self.server.stop(grace).wait()
 
 
-def start_server(bindings: list[ServiceBinding], host: str = "127.0.0.1", port: int = 0, max_workers: int = 16) -> RunningServer:
-    """Start serving `bindings` on host:port (port 0 picks a free one); returns once listening."""
+def start_server(bindings: list[ServiceBinding], host: str = "127.0.0.1", port: int = 0, max_workers: int = 16,
+                 tls: ServerTls | None = None) -> RunningServer:
+    """Start serving `bindings` on host:port (port 0 picks a free one); returns once listening.
+    With `tls`, only TLS connections (client certificates required when it names a client CA)."""
     # SO_REUSEPORT off: with it (gRPC's default on Linux) a second server binds a port that one
     # is already serving, says "listening", and the kernel splits connections between the two.
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers),
@@ -80,8 +85,10 @@ def start_server(bindings: list[ServiceBinding], host: str = "127.0.0.1", port: 
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     for binding in bindings:
         binding.add_to_server(binding.servicer, server)
+    credentials = tls.credentials() if tls else None   # read first: a bad file fails before binding
     try:
-        bound = server.add_insecure_port(f"{host}:{port}")
+        address = f"{host}:{port}"
+        bound = server.add_secure_port(address, credentials) if credentials else server.add_insecure_port(address)
     except RuntimeError:  # grpcio raises this when the address cannot be bound
         bound = 0
     if bound == 0:
@@ -95,9 +102,18 @@ def start_server(bindings: list[ServiceBinding], host: str = "127.0.0.1", port: 
     return RunningServer(server, bound, health_servicer)
 
 
-def open_channel(address: str) -> grpc.Channel:
+FROM_ENVIRONMENT = "environment"
+
+
+def open_channel(address: str, tls: ClientTls | None | str = FROM_ENVIRONMENT) -> grpc.Channel:
+    """A channel to an irforge server; `tls`: the environment's client TLS settings (default, for
+    irforge's own services), explicit ones, or None for plaintext (a team endpoint without TLS)."""
     options = [*CHANNEL_OPTIONS, ("grpc.service_config", SERVICE_CONFIG), ("grpc.enable_retries", 1)]
-    return grpc.intercept_channel(grpc.insecure_channel(address, options=options), ClientTelemetry())
+    if tls == FROM_ENVIRONMENT:
+        tls = ClientTls.from_env()
+    channel = (grpc.secure_channel(address, tls.credentials(), options=options) if tls
+               else grpc.insecure_channel(address, options=options))
+    return grpc.intercept_channel(channel, ClientTelemetry())
 
 
 def wait_until_serving(address: str, service: str = "", timeout: float = 10.0) -> None:

@@ -16,6 +16,7 @@ import sys
 from datetime import datetime, timezone
 
 from irforge.common import request_context
+from irforge.common.redact import redact_text
 
 LOG_FORMATS = ("json", "text")
 
@@ -47,6 +48,25 @@ class ContextFilter(logging.Filter):
         return True
 
 
+class RedactFilter(logging.Filter):
+    """Masks credentials in every URL of a record's message and traceback (a library's error may
+    quote the URL it called, user:password and ?api_key= included). Rewrites the record, so
+    every handler after this one sees it redacted too."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if "://" in message:
+            record.msg, record.args = redact_text(message), None
+        for key, value in vars(record).items():   # `extra=` fields: JSON logs write them out
+            if key not in _RECORD_ATTRIBUTES and isinstance(value, str) and "://" in value:
+                setattr(record, key, redact_text(value))
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = redact_text(record.exc_text)
+        return True
+
+
 class JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         entry = {
@@ -61,7 +81,7 @@ class JsonFormatter(logging.Formatter):
             if key not in _RECORD_ATTRIBUTES and key not in entry:
                 entry[key] = REDACTED if _SECRET_KEY.search(key) else value
         if record.exc_info:
-            entry["exc_info"] = self.formatException(record.exc_info)
+            entry["exc_info"] = record.exc_text or self.formatException(record.exc_info)
         if record.stack_info:
             entry["stack_info"] = self.formatStack(record.stack_info)
         return json.dumps(entry, default=str, ensure_ascii=False)
@@ -81,6 +101,7 @@ def make_handler(log_format: str, service: str | None = None, stream=None) -> lo
         raise ValueError(f"log format must be one of {', '.join(LOG_FORMATS)}, got {log_format!r}")
     handler = logging.StreamHandler(stream if stream is not None else sys.stderr)
     handler.addFilter(ContextFilter(service))
+    handler.addFilter(RedactFilter())
     handler.setFormatter(JsonFormatter() if log_format == "json" else logging.Formatter(TEXT_FORMAT))
     return handler
 

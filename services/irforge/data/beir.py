@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from irforge.common.allowed_roots import checked
 from irforge.data.entries import EntryError, add_judgement
 from irforge.data.errors import DataFormatError
 from irforge.data.qrels import parse_relevance
@@ -169,7 +170,7 @@ class BeirDataset:
 
     @classmethod
     def open(cls, root: str | Path) -> "BeirDataset":
-        root = Path(root)
+        root = checked(root, "dataset folder")
         if not root.is_dir():
             raise DataFormatError(root, "dataset folder not found")
         dataset = cls(root)
@@ -180,11 +181,12 @@ class BeirDataset:
     def name(self) -> str:
         return self.root.resolve().name
 
+    # Each path is checked against the allowed roots when asked for, i.e. right before it is opened.
     def _required(self, stem: str) -> Path:
         found = _first_existing(self.root / stem, self.root / f"{stem}.gz")
         if found is None:
             raise DataFormatError(self.root / stem, "file not found (nor a .gz)")
-        return found
+        return checked(found, "dataset file")
 
     @property
     def corpus_path(self) -> Path:
@@ -199,7 +201,7 @@ class BeirDataset:
         if found is None:
             splits = sorted(p.name.split(".")[0] for p in (self.root / "qrels").glob("*.tsv*"))
             raise DataFormatError(self.root / "qrels" / f"{split}.tsv", f"split {split!r} not found; available: {', '.join(splits) or 'none'}")
-        return found
+        return checked(found, "dataset file")
 
     def corpus(self) -> Iterator[Document]:
         return iter_corpus(self.corpus_path)

@@ -33,6 +33,7 @@ from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import TypeVar
 
+from irforge.common.redact import redact_text
 from irforge.endpoints.errors import EndpointError, EndpointUnavailable, RequestBudgetExhausted
 
 T = TypeVar("T")
@@ -126,13 +127,30 @@ def classify(error: BaseException) -> Failure | None:
     code = getattr(error, "code", None)
     if callable(code) and hasattr(error, "details"):  # grpc.RpcError
         name = getattr(code(), "name", str(code()))
-        reason = f"gRPC {name}: {_short(error.details() or '')}"
+        details = error.details() or ""
+        reason = f"gRPC {name}: {_short(details)}" + _GRPC_TLS_HINTS.get(_tls_symptom(details), "")
         return Failure(name in RETRYABLE_GRPC, reason, rate_limited=name == "RESOURCE_EXHAUSTED")
     if isinstance(error, _transport_errors()):  # timeouts, refused or reset connections
         cause = error.__cause__ or error.__context__  # openai's "Connection error." hides the why
         detail = f"{error} ({type(cause).__name__}: {cause})" if cause is not None else str(error)
         return Failure(True, f"{type(error).__name__}: {_short(detail)}")
     return None
+
+
+# A plaintext channel to a TLS server sees only "Socket closed"; say what that likely means.
+_GRPC_TLS_HINTS = {
+    "closed": " (if the endpoint serves TLS, set `tls: true` or `ca_bundle` in its endpoint spec; if it requires "
+              "client certificates, `client_cert` and `client_key`)",
+    "handshake": " (TLS: `ca_bundle` must be the CA that signed the endpoint's certificate; an endpoint that "
+                 "requires client certificates also needs `client_cert` and `client_key`)",
+}
+
+
+def _tls_symptom(details: str) -> str:
+    lowered = details.lower()
+    if "handshake" in lowered or "certificate" in lowered:
+        return "handshake"
+    return "closed" if "socket closed" in lowered else ""
 
 
 @dataclass
@@ -182,6 +200,7 @@ class RobustCaller:
         return cls(spec.public()["host"], **options)
 
     def redact(self, text: str) -> str:
+        text = redact_text(text)   # URLs a library put in its message, credentials included
         for secret in self._secrets:
             text = text.replace(secret, "***")
         return text

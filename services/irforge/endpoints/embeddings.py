@@ -43,13 +43,16 @@ class EndpointEncoder:
             raise EndpointSpecError(f"{spec.source or 'endpoint spec'}: EndpointEncoder needs kind openai-embeddings, got {spec.kind}")
         import openai
 
+        from irforge.endpoints.tls import openai_http_client
+
         self.spec = spec
         self.name = spec.model
         self.host = spec.public()["host"]
         key = spec.api_key()
         self.caller = caller or RobustCaller.from_spec(spec, secrets=[key])
         # max_retries=0: retries belong to RobustCaller (budget, breaker, Retry-After in one place).
-        self._client = openai.OpenAI(base_url=spec.url, api_key=key or "none", max_retries=0, timeout=spec.timeout_s)
+        self._client = openai.OpenAI(base_url=spec.url, api_key=key or "none", max_retries=0, timeout=spec.timeout_s,
+                                     http_client=openai_http_client(spec))
         self._lock = threading.Lock()
         self._dimension: int | None = None
         self._probe_sha256: str | None = None

@@ -32,6 +32,7 @@ from irforge.common.grpc_server import open_channel
 from irforge.endpoints.calling import RETRYABLE_GRPC, RobustCaller
 from irforge.endpoints.errors import EndpointAnswerError, EndpointSpecError
 from irforge.endpoints.spec import EndpointSpec
+from irforge.endpoints.tls import grpc_tls
 
 
 def parse_results(results, count: int, what: str) -> np.ndarray:
@@ -109,12 +110,12 @@ class HttpReranker(_EndpointReranker):
     kind = "rerank-http"
 
     def __init__(self, spec: EndpointSpec, **options):
-        import httpx
+        from irforge.endpoints.tls import http_client
 
         super().__init__(spec, **options)
         self.url = spec.url.rstrip("/") + "/rerank"
         headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
-        self._client = httpx.Client(timeout=spec.timeout_s, headers=headers)
+        self._client = http_client(spec, headers)
 
     def _request(self, query: str, documents: list[str], what: str) -> np.ndarray:
         body = {"model": self.spec.model, "query": query, "documents": documents, "top_n": len(documents)}
@@ -140,7 +141,7 @@ class GrpcReranker(_EndpointReranker):
 
         super().__init__(spec, **options)
         self._pb2 = reranker_pb2
-        self._channel = open_channel(spec.url)
+        self._channel = open_channel(spec.url, tls=grpc_tls(spec))
         self._stub = reranker_pb2_grpc.RerankerStub(self._channel)
         self._metadata = (("authorization", f"Bearer {self._api_key}"),) if self._api_key else None
 

@@ -137,10 +137,10 @@ class HttpSearchRetriever(_SearchRetriever):
     def __init__(self, spec: EndpointSpec, progress: ProgressFactory = no_progress, *,
                  caller: RobustCaller | None = None):
         super().__init__(spec, progress, caller=caller)
-        import httpx
+        from irforge.endpoints.tls import http_client
 
         headers = {"Authorization": f"Bearer {self.key}"} if self.key else {}
-        self._client = httpx.Client(timeout=spec.timeout_s, headers=headers)
+        self._client = http_client(spec, headers)
 
     def _search_one(self, query_id: str, query: str, k: int) -> dict[str, float]:
         response = self._client.post(self.spec.url, json={"query_id": query_id, "query": query, "k": k})
@@ -176,9 +176,10 @@ class GrpcSearchRetriever(_SearchRetriever):
                  caller: RobustCaller | None = None):
         super().__init__(spec, progress, caller=caller)
         from irforge.common.grpc_server import open_channel
+        from irforge.endpoints.tls import grpc_tls
         from irforge.v1 import retriever_pb2_grpc
 
-        self._channel = open_channel(spec.url)
+        self._channel = open_channel(spec.url, tls=grpc_tls(spec))
         self._stub = retriever_pb2_grpc.RetrieverStub(self._channel)
         self._metadata = [("authorization", f"Bearer {self.key}")] if self.key else None
         self.streaming: bool | None = None  # learned from the server: BatchSearch, or Search only

@@ -10,6 +10,10 @@
     passage_params: {input_type: passage}
     batch_size: 64
     max_concurrency: 4
+    ca_bundle: certs/team-ca.pem # https / gRPC TLS: trust this CA (relative to this file); default: system CAs
+    client_cert: certs/irforge.pem   # mutual TLS: the certificate irforge presents, with client_key
+    client_key: certs/irforge.key
+    tls: true                    # gRPC kinds: TLS even without ca_bundle (system CAs); ca_bundle implies it
 
 Command-line flags may override fields (`EndpointSpec.with_overrides`).
 """
@@ -24,6 +28,9 @@ from urllib.parse import urlsplit
 
 import yaml
 
+from irforge.common.allowed_roots import checked
+from irforge.common.redact import host_of, redact_url
+from irforge.common.tls import spec_file
 from irforge.endpoints.errors import EndpointSpecError
 
 KINDS = ("openai-embeddings", "search-http", "search-grpc", "rerank-http", "rerank-grpc")
@@ -48,6 +55,10 @@ class EndpointSpec:
     backoff_max_s: float = 30.0
     request_budget: int | None = None      # at most this many requests per run (None: unlimited)
     circuit_breaker_failures: int = 5      # consecutive failed attempts (429s aside) that stop the run
+    ca_bundle: str | None = None           # PEM CA(s) the endpoint's certificate must chain to (https, gRPC TLS)
+    client_cert: str | None = None         # PEM certificate for mutual TLS, with client_key
+    client_key: str | None = None
+    tls: bool = False                      # gRPC kinds: TLS with the system CAs (ca_bundle / client_cert imply it)
     source: str = ""                       # the file it came from, for messages
 
     def __post_init__(self):
@@ -56,9 +67,9 @@ class EndpointSpec:
             raise EndpointSpecError(f"{where}: kind {self.kind!r} is not one of {', '.join(KINDS)}")
         if self.kind.endswith("-grpc"):
             if not self.url or "://" in self.url:
-                raise EndpointSpecError(f"{where}: url for {self.kind} is HOST:PORT, got {self.url!r}")
+                raise EndpointSpecError(f"{where}: url for {self.kind} is HOST:PORT, got {redact_url(self.url)!r}")
         elif urlsplit(self.url).scheme not in ("http", "https"):
-            raise EndpointSpecError(f"{where}: url must start with http:// or https://, got {self.url!r}")
+            raise EndpointSpecError(f"{where}: url must start with http:// or https://, got {redact_url(self.url)!r}")
         for name in ("batch_size", "max_concurrency", "circuit_breaker_failures"):
             if getattr(self, name) < 1:
                 raise EndpointSpecError(f"{where}: {name} must be at least 1, got {getattr(self, name)}")
@@ -70,10 +81,27 @@ class EndpointSpec:
             raise EndpointSpecError(f"{where}: dimensions must be positive when set")
         if self.kind == "openai-embeddings" and not self.model:
             raise EndpointSpecError(f"{where}: openai-embeddings needs `model`")
+        if bool(self.client_cert) != bool(self.client_key):
+            raise EndpointSpecError(f"{where}: client_cert and client_key go together (mutual TLS)")
+        if not self.kind.endswith("-grpc") and self.uses_tls and urlsplit(self.url).scheme != "https":
+            raise EndpointSpecError(f"{where}: ca_bundle, client_cert and tls need an https:// url, got {redact_url(self.url)!r}")
+
+    # -- TLS ----------------------------------------------------------------------------------
+    @property
+    def uses_tls(self) -> bool:
+        return bool(self.tls or self.ca_bundle or self.client_cert) or urlsplit(self.url).scheme == "https"
+
+    def tls_file(self, name: str) -> Path | None:
+        """The file a TLS field names (relative to the spec's folder), checked when it is opened."""
+        return spec_file(getattr(self, name), source=self.source or "endpoint spec", name=name, error=EndpointSpecError)
+
+    def check_files(self) -> None:
+        for name in ("ca_bundle", "client_cert", "client_key"):
+            self.tls_file(name)
 
     @classmethod
     def from_file(cls, path: str | Path) -> "EndpointSpec":
-        path = Path(path)
+        path = checked(path, "endpoint spec")
         if not path.is_file():
             raise EndpointSpecError(f"{path}: endpoint spec not found")
         try:
@@ -115,8 +143,10 @@ class EndpointSpec:
         return value
 
     def public(self) -> dict[str, Any]:
-        """What results.json records: everything but secrets (only the variable's name)."""
+        """What results.json records: everything but secrets (only the variable's name; the URL
+        without user:password or secret query values)."""
         record = asdict(self)
         record.pop("source")
-        record["host"] = urlsplit(self.url if "://" in self.url else f"grpc://{self.url}").netloc
+        record["url"] = redact_url(self.url)
+        record["host"] = host_of(self.url)
         return record

@@ -19,6 +19,9 @@
     max_tokens: 5                     # the answer is one number
     price_per_million_prompt_tokens: 0.15        # USD, for cost accounting (default 0)
     price_per_million_completion_tokens: 0.60
+    ca_bundle: certs/llm-ca.pem       # https: trust this CA (relative to this spec's folder); default: system CAs
+    client_cert: certs/irforge.pem    # mutual TLS: the certificate presented, with client_key
+    client_key: certs/irforge.key
 
 Field names follow irforge.endpoints.spec.EndpointSpec where they mean the same thing, so the
 RobustCaller that calls endpoints governs the judge's retries too.
@@ -35,6 +38,9 @@ from urllib.parse import urlsplit
 
 import yaml
 
+from irforge.common.allowed_roots import checked
+from irforge.common.redact import host_of, redact_url
+from irforge.common.tls import spec_file
 from irforge.judge.errors import JudgeSpecError
 from irforge.judge.template import Template, load_template
 
@@ -44,7 +50,7 @@ _INTS = ("max_concurrency", "max_retries", "circuit_breaker_failures", "request_
          "max_unparsed_retries", "max_tokens")
 _NUMBERS = ("timeout_s", "backoff_initial_s", "backoff_max_s", "temperature",
             "price_per_million_prompt_tokens", "price_per_million_completion_tokens")
-_TEXTS = ("kind", "url", "model", "api_key_env", "template", "token_limit_field")
+_TEXTS = ("kind", "url", "model", "api_key_env", "template", "token_limit_field", "ca_bundle", "client_cert", "client_key")
 # OpenAI's reasoning models refuse `max_tokens` and take `max_completion_tokens`; most
 # OpenAI-compatible servers (vLLM, TGI, llama.cpp) take `max_tokens`.
 TOKEN_LIMIT_FIELDS = ("max_tokens", "max_completion_tokens")
@@ -71,6 +77,9 @@ class JudgeSpec:
     token_limit_field: str = "max_tokens"   # the request field max_tokens is sent as (TOKEN_LIMIT_FIELDS)
     price_per_million_prompt_tokens: float = 0.0
     price_per_million_completion_tokens: float = 0.0
+    ca_bundle: str | None = None            # https: PEM CA(s) the server's certificate must chain to
+    client_cert: str | None = None          # mutual TLS, with client_key
+    client_key: str | None = None
     source: str = ""                        # the file it came from, for messages
     prompt: Template = field(init=False, repr=False, compare=False)
 
@@ -92,7 +101,7 @@ class JudgeSpec:
             raise JudgeSpecError(f"{where}: `kind` {self.kind!r} is not one of {', '.join(KINDS)}")
         if urlsplit(self.url).scheme not in ("http", "https") or not urlsplit(self.url).netloc:
             raise JudgeSpecError(f"{where}: `url` must be an http:// or https:// base URL (e.g. http://127.0.0.1:8000/v1), "
-                                 f"got {self.url!r}")
+                                 f"got {redact_url(self.url)!r}")
         if not self.model.strip():
             raise JudgeSpecError(f"{where}: `model` is empty")
         if self.token_limit_field not in TOKEN_LIMIT_FIELDS:
@@ -110,12 +119,18 @@ class JudgeSpec:
                 raise JudgeSpecError(f"{where}: `{name}` must not be negative, got {getattr(self, name)}")
         if self.timeout_s <= 0:
             raise JudgeSpecError(f"{where}: `timeout_s` must be positive, got {self.timeout_s}")
+        if bool(self.client_cert) != bool(self.client_key):
+            raise JudgeSpecError(f"{where}: `client_cert` and `client_key` go together (mutual TLS)")
+        if (self.ca_bundle or self.client_cert) and urlsplit(self.url).scheme != "https":
+            raise JudgeSpecError(f"{where}: `ca_bundle` and `client_cert` need an https:// url")
+        for name in ("ca_bundle", "client_cert", "client_key"):
+            self.tls_file(name)   # missing, or outside the allowed roots: said now, not at the first request
         base_dir = Path(self.source).parent if self.source and Path(self.source).is_file() else None
         object.__setattr__(self, "prompt", load_template(self.template, base_dir=base_dir, where=f"{where}: `template`"))
 
     @classmethod
     def from_file(cls, path: str | Path) -> JudgeSpec:
-        path = Path(path)
+        path = checked(path, "judge spec")
         if not path.is_file():
             raise JudgeSpecError(f"{path}: judge spec not found")
         try:
@@ -148,9 +163,12 @@ class JudgeSpec:
                                  f"(`api_key_env`) is not set")
         return value
 
+    def tls_file(self, name: str) -> Path | None:
+        return spec_file(getattr(self, name), source=self.source or "judge spec", name=name, error=JudgeSpecError)
+
     @property
     def host(self) -> str:
-        return urlsplit(self.url).netloc
+        return host_of(self.url)
 
     def identity(self) -> dict[str, str]:
         """What changes the answers, so what keys the judgement store. The URL's host is left out
@@ -166,6 +184,7 @@ class JudgeSpec:
         record = asdict(self)
         for name in ("source", "prompt"):
             record.pop(name, None)
+        record["url"] = redact_url(self.url)
         record["host"] = self.host
         record["template_source"] = self.prompt.source
         record["template_sha256"] = self.prompt.sha256

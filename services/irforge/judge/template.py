@@ -20,6 +20,7 @@ import string
 from dataclasses import dataclass
 from pathlib import Path
 
+from irforge.common.allowed_roots import checked
 from irforge.judge.errors import JudgeSpecError
 
 PLACEHOLDERS = ("query", "document")
@@ -99,6 +100,7 @@ def load_template(value: str | None, *, base_dir: Path | None = None, where: str
     path = Path(value).expanduser()
     if not path.is_absolute() and base_dir is not None:
         path = base_dir / path
+    path = checked(path, f"{where}: template file")
     if not path.is_file():
         raise JudgeSpecError(f"{where}: template file {path} not found (inline templates must contain "
                              f"{{query}} and {{document}})")

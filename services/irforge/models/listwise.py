@@ -33,10 +33,9 @@ import os
 import re
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from urllib.parse import urlsplit
-
 import numpy as np
 
+from irforge.common.redact import host_of, redact_url
 from irforge.endpoints.calling import RobustCaller
 from irforge.endpoints.errors import EndpointSpecError
 
@@ -106,7 +105,7 @@ class ListwiseLLMReranker:
         self.window, self.step = window, step
         self.max_concurrency = max_concurrency
         self.max_passage_words = max_passage_words
-        self.host = urlsplit(url).netloc
+        self.host = host_of(url)
         self._lock = threading.Lock()
         self._counts = {"windows": 0, "unparseable": 0, "ignored_identifiers": 0, "missing_identifiers": 0,
                         "prompt_tokens": 0, "completion_tokens": 0}
@@ -121,7 +120,7 @@ class ListwiseLLMReranker:
                 "temperature": 0}
 
     def describe(self) -> dict:
-        return {**self.identity, "url": self.url, "max_concurrency": self.max_concurrency}
+        return {**self.identity, "url": redact_url(self.url), "max_concurrency": self.max_concurrency}
 
     def counts(self) -> dict:
         with self._lock:

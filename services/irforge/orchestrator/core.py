@@ -23,8 +23,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from irforge.common import request_context
+from irforge.common.allowed_roots import enforced
 from irforge.common.grpc_errors import ServiceUnavailable
 from irforge.common.metrics import JOBS
+from irforge.common.redact import redact_text
 from irforge.corpus.errors import BackendUnavailable
 from irforge.orchestrator.context import ServiceAddresses, StepContext
 from irforge.orchestrator.errors import (
@@ -99,8 +101,9 @@ class Orchestrator:
     def submit(self, spec: JobSpec) -> str:
         spec.validate()
         spec.check_paths(self.allowed_roots)
-        steps = plan_steps(spec, self._endpoint_kind(spec))
-        self._check_services(spec, steps)
+        with enforced(self.allowed_roots):
+            steps = plan_steps(spec, self._endpoint_kind(spec))
+            self._check_services(spec, steps)
         job_id = self.store.create_job(spec.as_dict(), steps)
         self._event(job_id, "", JobState.QUEUED.value, message=f"steps: {', '.join(steps)}")
         self._pool.submit(self._run, job_id)
@@ -177,8 +180,9 @@ class Orchestrator:
 
     # -- running a job ------------------------------------------------------------------------
     def _run(self, job_id: str) -> None:
-        # Every log line and every call to a service made for the job carries its id.
-        with request_context.bound(job_id=job_id):
+        # Every log line and every call to a service made for the job carries its id; every file
+        # the job opens is checked against the allowed roots when it is opened.
+        with request_context.bound(job_id=job_id), enforced(self.allowed_roots):
             self._run_job(job_id)
 
     def _run_job(self, job_id: str) -> None:
@@ -275,6 +279,7 @@ class Orchestrator:
             lock.release()
 
     def _end(self, job_id: str, state: JobState, error: str, metrics: dict | None = None) -> None:
+        error = redact_text(error)   # the job record is read by every client: no credentials from URLs
         # The event first: a watcher that sees the job ended has then already seen its last event.
         self._event(job_id, "", state.value, message=error)
         self.store.set_state(job_id, state, error=error if state != JobState.SUCCEEDED else "", metrics=metrics)
@@ -283,6 +288,8 @@ class Orchestrator:
             self._changed.notify_all()
 
     def _event(self, job_id: str, step: str, state: str, **details) -> JobEvent:
+        if isinstance(details.get("message"), str):   # events are the job record clients read: no URL credentials
+            details["message"] = redact_text(details["message"])
         event = self.store.add_event(job_id, step, state, **details)
         if state in LOGGED_EVENTS:
             with request_context.bound(job_id=job_id):

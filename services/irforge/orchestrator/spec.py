@@ -15,6 +15,7 @@ from pathlib import Path
 import yaml
 from google.protobuf import json_format
 
+from irforge.common.allowed_roots import OutsideAllowedRoots, enforced
 from irforge.corpus.settings import Bm25Settings
 from irforge.corpus.vectors.base import HnswSettings
 from irforge.evaluator.measures import DEFAULT_MEASURES, MeasureError, parse_measures
@@ -96,12 +97,18 @@ class JobSpec:
     def check_paths(self, allowed_roots: tuple[Path, ...] = ()) -> None:
         """The files the spec names exist where the job runs (called by the orchestrator); with
         `allowed_roots`, every path the job reads or writes resolves inside one of them, so a
-        client of a shared platform cannot make it read or overwrite anything else."""
+        client of a shared platform cannot make it read or overwrite anything else: the spec's
+        own paths, and the files it opens through them (the dataset's files, which may be links,
+        and the files endpoint and judge specs name). The job checks each again when it opens it
+        (irforge.common.allowed_roots), so a link made after submission leads nowhere either."""
         if allowed_roots:
             for field in PATH_FIELDS:
                 value = getattr(self, field)
                 if value and not _inside(Path(value), allowed_roots):
-                    raise JobSpecError(f"job spec field {field!r}: {value} is outside the orchestrator's allowed roots "
+                    points = Path(value).resolve()
+                    raise JobSpecError(f"job spec field {field!r}: {value}"
+                                       + (f" (it points to {points})" if points != Path(value).absolute() else "")
+                                       + f" is outside the orchestrator's allowed roots "
                                        f"({', '.join(str(root) for root in allowed_roots)})")
         folder = Path(self.dataset)
         if not (folder / "corpus.jsonl").exists() and not (folder / "corpus.jsonl.gz").exists():
@@ -113,6 +120,31 @@ class JobSpec:
             value = getattr(self, field)
             if value and not Path(value).is_file():
                 raise JobSpecError(f"job spec field {field!r}: no file {value} on the orchestrator's filesystem")
+        if allowed_roots:
+            with enforced(allowed_roots):
+                self._open_files_inside()
+
+    def _open_files_inside(self) -> None:
+        """What the job will open, each through the allowed-roots check (see check_paths)."""
+        from irforge.data import BeirDataset
+        from irforge.data.errors import DataFormatError
+        from irforge.endpoints.errors import EndpointSpecError
+        from irforge.endpoints.spec import EndpointSpec
+        from irforge.judge.errors import JudgeSpecError
+        from irforge.judge.spec import JudgeSpec
+
+        field = "dataset"
+        try:
+            dataset = BeirDataset.open(self.dataset)
+            _ = dataset.corpus_path, dataset.queries_path, dataset.qrels_path(self.split)
+            for field in ("endpoint", "reranker_endpoint"):
+                if getattr(self, field):
+                    EndpointSpec.from_file(getattr(self, field)).check_files()
+            field = "judge"
+            if self.judge:
+                JudgeSpec.from_file(self.judge)
+        except (OutsideAllowedRoots, DataFormatError, EndpointSpecError, JudgeSpecError) as error:
+            raise JobSpecError(f"job spec field {field!r}: {error}") from None
 
     def as_dict(self) -> dict:
         value = asdict(self)

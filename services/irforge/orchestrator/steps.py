@@ -15,6 +15,7 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
+from irforge.common.allowed_roots import checked
 from irforge.common.files import atomic_write, write_json_atomic
 from irforge.corpus.settings import Bm25Settings
 from irforge.data import BeirDataset
@@ -228,6 +229,7 @@ def evaluate(ctx: StepContext) -> dict:
 
 
 def copy_results(source: Path, target: Path) -> None:
+    checked(target, "job spec field 'output':")   # a folder swapped for a link since submission
     for name in result_files(source):
         with open(source / name, "rb") as reader, atomic_write(target / name, "wb") as writer:
             shutil.copyfileobj(reader, writer)

@@ -25,12 +25,12 @@ import secrets
 import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from urllib.parse import urlsplit, urlunsplit
 
 import elasticsearch
 from elasticsearch import ApiError, Elasticsearch, NotFoundError, TransportError, UnsupportedProductError
 from elasticsearch.helpers import streaming_bulk
 
+from irforge.common.redact import redact_url
 from irforge.corpus.lexical.base import (
     CorpusInfo, CorpusState, DocumentError, Hit, IngestProgress, LexicalBackend, document_id_problem,
 )
@@ -120,14 +120,6 @@ def version_mismatch(server_version: str, client_version: str = CLIENT_VERSION) 
     )
 
 
-def _redacted(url: str) -> str:
-    """The URL without any user:password@ part."""
-    parts = urlsplit(url)
-    if parts.username is None and parts.password is None:
-        return url
-    return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
-
-
 def _secret(variable: str) -> str:
     value = os.environ.get(variable)
     if not value:
@@ -156,7 +148,7 @@ class ElasticsearchBackend(LexicalBackend):
             raise ValueError("give both username_env and password_env, or neither")
         if bulk_batch_size <= 0:
             raise ValueError(f"bulk_batch_size must be positive, got {bulk_batch_size}")
-        self.url = _redacted(url)
+        self.url = redact_url(url)
         self.index_prefix = index_prefix
         self.replicas = replicas
         self.max_retries = max_retries

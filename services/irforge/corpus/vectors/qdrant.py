@@ -22,12 +22,12 @@ import threading
 import time
 from contextlib import contextmanager
 from importlib import metadata
-from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 from qdrant_client import QdrantClient, models
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
+from irforge.common.redact import redact_url
 from irforge.corpus.errors import BackendUnavailable, CorpusConflict, CorpusNotFound, CorpusNotReady
 from irforge.corpus.lexical.base import CorpusState, Hit
 from irforge.corpus.vectors import (
@@ -42,14 +42,6 @@ QUERY_BATCH = 64            # queries per query_batch_points request
 POLL_SECONDS = 0.5
 _SAFE_PREFIX = re.compile(r"^[A-Za-z0-9._-]{0,55}$")
 _DISTANCE = {"cosine": models.Distance.COSINE, "dot": models.Distance.DOT}
-
-
-def _redacted(url: str) -> str:
-    """The URL without any user:password@ part."""
-    parts = urlsplit(url)
-    if parts.username is None and parts.password is None:
-        return url
-    return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
 
 
 def _version(text: str) -> tuple[int, int]:
@@ -71,7 +63,7 @@ class QdrantServerBackend(VectorBackend):
             api_key = os.environ.get(api_key_env)
             if not api_key:
                 raise BackendUnavailable(f"environment variable {api_key_env} is not set; set it to the Qdrant API key")
-        self.url = _redacted(url)
+        self.url = redact_url(url)
         self.prefix = prefix
         self.upsert_batch = upsert_batch
         self.parallel = parallel

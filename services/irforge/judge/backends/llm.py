@@ -49,8 +49,9 @@ import openai
 from irforge.common.metrics import JUDGE_CALLS, JUDGE_COST_USD, JUDGE_TOKENS
 from irforge.endpoints.calling import CallCounters, RobustCaller
 from irforge.endpoints.errors import EndpointError, RequestBudgetExhausted
+from irforge.endpoints.tls import openai_http_client
 from irforge.judge.base import Judgement, JudgePair, Progress, Verdict, identity_sha256
-from irforge.judge.errors import JudgeError, TokenBudgetExhausted
+from irforge.judge.errors import JudgeError, JudgeSpecError, TokenBudgetExhausted
 from irforge.judge.parsing import parse_label
 from irforge.judge.spec import JudgeSpec
 
@@ -81,7 +82,7 @@ class OpenAIChatJudge:
         self._key = spec.api_key()
         # max_retries=0: retries belong to RobustCaller (budget, breaker, Retry-After in one place).
         self._client = openai.OpenAI(base_url=spec.url, api_key=self._key or "none", max_retries=0,
-                                     timeout=spec.timeout_s)
+                                     timeout=spec.timeout_s, http_client=openai_http_client(spec, JudgeSpecError))
         self._identity = spec.identity()
         self.judge_id = identity_sha256(self._identity)
         self._lock = threading.Lock()
