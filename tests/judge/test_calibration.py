@@ -198,6 +198,13 @@ def test_judge_calibrate_refuses_a_bad_sample(scifact_subset, judge_env, capsys)
     assert not (judge_env / "x").exists()
 
 
+def test_judge_calibrate_refuses_save_and_no_save_together(scifact_subset, judge_env, capsys):
+    assert main(["judge-calibrate", "--dataset", str(scifact_subset), "--sample", "4", "--out", str(judge_env / "x"),
+                 "--save-default", "--no-save-default"]) == 2
+    assert "argument --no-save-default: not allowed with argument --save-default" in capsys.readouterr().err
+    assert not (judge_env / "x").exists()
+
+
 def test_judge_calibrate_an_llm_judge_fits_nothing(scifact_subset, judge_env, scripted_chat, llm_spec_file,
                                                   tmp_path_factory):
     # A judge that labels a pair 3 when the prompt holds a query and the title of one of its human positives.
