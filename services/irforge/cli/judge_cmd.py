@@ -104,11 +104,18 @@ def fill_holes(args, dataset: Path, run_path: Path, out: Path, depth: int, split
     return report
 
 
+def no_paid_call_note(backend: str, calls: int) -> str:
+    """Said after a count of 0 judge calls made by the embedded judge, which never sends a request:
+    a bare 0 reads as if the labels came from nowhere, or as if a paid judge had been skipped."""
+    return " (embedded judge, on this machine: no paid call needed)" if backend == "embedded" and calls == 0 else ""
+
+
 def print_holes(report: dict, out=None) -> None:
     out = out or sys.stdout
     depth = report["depth"]
+    note = no_paid_call_note(report["judge"].get("backend", ""), report["judge_calls"])
     out.write(f"\n{report['dataset']} · {report['split']} · holes in the top {depth}: {report['holes']} · judged "
-              f"{report['judged']} ({report['from_store']} from the store) · judge calls {report['judge_calls']} · "
+              f"{report['judged']} ({report['from_store']} from the store) · judge calls {report['judge_calls']}{note} · "
               f"unparsed {report['unparsed']} · failed {report['failed']}\n")
     before, after = report["metrics_before"], report["metrics_after"]
     width = max(len(name) for name in before)
