@@ -78,12 +78,12 @@ def test_qrels_queries_missing_from_the_run_are_counted_and_c_explained(conforma
     qrels = conformance_dir / "qrels.test"
     code, out, err = metrics(capsys, "-m", "num_q", qrels, run_without_302)
     assert code == 0 and out.endswith("num_q                 \tall\t2\n")
-    assert ("irforge metrics: 1 of 3 qrels queries has no ranking in the run (e.g. '302'); it is left out of the "
+    assert ("irforge metrics: 1 of 3 qrels queries has no ranking in the run ('302'); it is left out of the "
             "averages (trec_eval's default); -c counts it as 0, as irforge eval does") in err
 
     code, out, err = metrics(capsys, "-c", "-m", "num_q", qrels, run_without_302)
     assert code == 0 and out.endswith("num_q                 \tall\t3\n")
-    assert "irforge metrics: 1 of 3 qrels queries has no ranking in the run (e.g. '302'); -c counts it as 0" in err
+    assert "irforge metrics: 1 of 3 qrels queries has no ranking in the run ('302'); -c counts it as 0" in err
     assert "left out" not in err
 
 

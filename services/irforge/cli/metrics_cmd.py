@@ -73,7 +73,7 @@ def unranked_note(qrels: Qrels, run: Run, complete: bool) -> str | None:
     one = len(missing) == 1
     examples = ", ".join(repr(q) for q in missing[:3]) + (", ..." if len(missing) > 3 else "")
     note = (f"{len(missing)} of {len(qrels)} qrels queries {'has' if one else 'have'} no ranking in the run "
-            f"(e.g. {examples}); ")
+            f"({'' if one else 'e.g. '}{examples}); ")
     subject, object_ = ("it is", "it") if one else ("they are", "them")
     if complete:
         return note + f"-c counts {object_} as 0"
