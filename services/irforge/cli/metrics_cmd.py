@@ -22,7 +22,7 @@ def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
         "metrics",
         help="trec_eval-compatible evaluation of a TREC run file",
-        description="Evaluate a TREC run against TREC qrels, printing trec_eval's output format. "
+        description="Evaluate a TREC run against qrels (TREC or BEIR layout), printing trec_eval's output format. "
         "Measures by trec_eval name (map, P.5,10, ndcg_cut.10, all_trec) or ir_measures name "
         "(nDCG@10, R@100, RR@10, Judged@10). Without -m: trec_eval's default set.",
     )
