@@ -156,6 +156,7 @@ def test_watch_reconnects_when_the_orchestrator_restarts_and_misses_no_event(ser
     assert record.state == JobState.SUCCEEDED, record.error
     assert watcher.returncode == 0, err
     assert "lost the orchestrator" in err and "reconnecting" in err
+    assert err.count("lost the orchestrator") == 1 and "irforge watch: reconnected to the orchestrator" in err, err   # one outage
     assert f"job {job_id} SUCCEEDED" in out and "nDCG@10" in out
     assert [e.sequence for e in events] == list(range(1, len(events) + 1))   # the record the watch resumed over
 

@@ -144,12 +144,13 @@ def judge_env(monkeypatch, tmp_path, tmp_path_factory):
     return tmp_path
 
 
-def test_judge_calibrate_on_scifact(scifact_subset, judge_env, tmp_path_factory):
+def test_judge_calibrate_on_scifact(scifact_subset, judge_env, tmp_path_factory, capsys):
     out = judge_env / "calibration"
     index_dir = tmp_path_factory.getbasetemp() / "judge-bm25-indexes"
     argv = ["judge-calibrate", "--dataset", str(scifact_subset), "--sample", "40", "--seed", "5", "--out", str(out),
             "--index-dir", str(index_dir)]
     assert main(argv) == 0
+    printed = capsys.readouterr().out
     report = json.loads((out / "calibration.json").read_text())
     for key in ("accuracy", "kappa_binary", "kappa_graded", "confusion", "held_out", "fit", "thresholds", "judge",
                 "relevant_from", "sample", "human_to_judge_scale"):
@@ -165,26 +166,42 @@ def test_judge_calibrate_on_scifact(scifact_subset, judge_env, tmp_path_factory)
     # The real encoder must agree with human labels well beyond chance on held-out queries.
     assert report["kappa_binary"] > 0.3 and report["accuracy"] > 0.65
 
-    # Saved to OUT and to the default location; the embedded judge now loads them, with a new identity.
+    # Saved to OUT only, and said so: the user-wide default changes only when asked for.
     saved = Thresholds.from_file(out / "embedded-thresholds.json")
     assert list(saved.cuts) == report["thresholds"]["thresholds"]
+    assert not (judge_env / "default-thresholds.json").exists() and "default_thresholds" not in report["files"]
+    assert f"wrote {out / 'embedded-thresholds.json'}" in printed
+    assert (f"not saved as the default ({judge_env / 'default-thresholds.json'}): pass --save-default, "
+            f"or --thresholds {out / 'embedded-thresholds.json'} to use them") in printed
+    assert EmbeddedJudge.load().thresholds.cuts != saved.cuts      # the built-ins still apply
+
+    # Again with the same seed and --save-default: the same sample, the same fit, every pair from
+    # the store; now saved to the default location too, which the embedded judge then loads.
+    again_out = judge_env / "again"
+    assert main(argv[:-4] + ["--out", str(again_out), "--index-dir", str(index_dir), "--save-default"]) == 0
+    printed = capsys.readouterr().out
+    again = json.loads((again_out / "calibration.json").read_text())
+    assert again["thresholds"]["thresholds"] == report["thresholds"]["thresholds"]
+    assert again["held_out"] == report["held_out"]
+    assert again["stats"]["from_store"] == 40
+    assert again["files"]["default_thresholds"] == str(judge_env / "default-thresholds.json")
+    assert f"wrote {judge_env / 'default-thresholds.json'} (the default: the embedded judge now uses them)" in printed
     assert Thresholds.from_file(judge_env / "default-thresholds.json").cuts == saved.cuts
     judge = EmbeddedJudge.load()
     assert judge.thresholds.cuts == saved.cuts
     assert judge.identity()["template_sha256"] == report["judge"]["template_sha256"] == saved.sha256
 
-    # Again with the same seed: the same sample, the same fit, every pair from the store.
-    again_out = judge_env / "again"
-    assert main(argv[:-4] + ["--out", str(again_out), "--index-dir", str(index_dir)]) == 0
-    again = json.loads((again_out / "calibration.json").read_text())
-    assert again["thresholds"]["thresholds"] == report["thresholds"]["thresholds"]
-    assert again["held_out"] == report["held_out"]
-    assert again["stats"]["from_store"] == 40
-
 
 def test_judge_calibrate_refuses_a_bad_sample(scifact_subset, judge_env, capsys):
     assert main(["judge-calibrate", "--dataset", str(scifact_subset), "--sample", "0", "--out", str(judge_env / "x")]) == 2
     assert "--sample" in capsys.readouterr().err
+    assert not (judge_env / "x").exists()
+
+
+def test_judge_calibrate_refuses_save_and_no_save_together(scifact_subset, judge_env, capsys):
+    assert main(["judge-calibrate", "--dataset", str(scifact_subset), "--sample", "4", "--out", str(judge_env / "x"),
+                 "--save-default", "--no-save-default"]) == 2
+    assert "argument --no-save-default: not allowed with argument --save-default" in capsys.readouterr().err
     assert not (judge_env / "x").exists()
 
 

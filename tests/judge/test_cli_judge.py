@@ -95,7 +95,10 @@ def test_eval_fill_holes(scifact_subset, env, tmp_path, capsys):
     for name, value in results["metrics"].items():
         assert report["metrics_before"][name] == pytest.approx(value, abs=1e-12)
     assert report["metrics_after"]["Judged@3"] == 1.0 and report["metrics_before"]["Judged@3"] < 1.0
-    assert "Hole@3" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "Hole@3" in printed
+    assert (f"judged {report['judged']} ({report['from_store']} from the store) · judge calls 0 (embedded judge, on this machine: no paid "
+            "call needed) · unparsed 0") in printed
 
 
 def test_eval_fill_holes_refuses_zero(scifact_subset, env, tmp_path, capsys):

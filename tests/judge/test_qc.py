@@ -326,11 +326,12 @@ def evaluates(dataset, out) -> dict:
     return json.loads((out / "results.json").read_text())
 
 
-def test_qc_with_the_embedded_judge_on_scifact(scifact_subset, tmp_path):
+def test_qc_with_the_embedded_judge_on_scifact(scifact_subset, tmp_path, capsys):
     query_ids = sorted(BeirQrels(scifact_subset))
     hard = hard_negatives_file(scifact_subset, query_ids[:20], tmp_path / "hard.tsv")
     store = tmp_path / "judgements.sqlite3"
     summary = run_qc(scifact_subset, tmp_path / "qc", store, "--hard-negatives", str(hard))
+    assert "judge embedded: 0 calls (embedded judge, on this machine: no paid call needed), 0 from the store" in capsys.readouterr().out
     audit = check_consistent(scifact_subset, tmp_path / "qc", summary)
 
     cases = summary["cases"]

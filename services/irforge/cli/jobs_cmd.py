@@ -114,29 +114,16 @@ def run_submit(args: argparse.Namespace) -> int:
 
 
 def run_watch(args: argparse.Namespace) -> int:
-    from tqdm import tqdm
+    from irforge.cli.watch_view import WatchView
 
-    def reconnecting(error: Exception) -> None:
-        tqdm.write(f"irforge watch: lost the orchestrator ({error}); reconnecting", file=sys.stderr)
-
+    view = WatchView(sys.stderr)
     try:
         with _client(args) as client:
-            bar, step = None, None
-            for event in client.follow(args.job_id, reconnect_s=args.reconnect_timeout, on_reconnect=reconnecting):
-                if event.step and event.step != step and event.state in ("running", "progress"):
-                    if bar is not None:
-                        bar.close()
-                    step = event.step
-                    bar = tqdm(desc=step, unit="", file=sys.stderr, dynamic_ncols=True)
-                if bar is not None and event.step == step and event.state == "progress":
-                    bar.total = event.total or None
-                    bar.unit = event.unit
-                    bar.set_description(event.message or step)
-                    bar.update(event.done - bar.n)
-                elif event.state in ("retrying", "waiting", "interrupted", "resumed"):
-                    tqdm.write(f"{event.step or 'job'}: {event.state}: {event.message}", file=sys.stderr)
-            if bar is not None:
-                bar.close()
+            try:
+                for event in client.follow(args.job_id, reconnect_s=args.reconnect_timeout, on_reconnect=view.lost):
+                    view.show(event)
+            finally:
+                view.close()
             job = client.get(args.job_id)
     except _job_errors() as error:
         return _fail(args, error)

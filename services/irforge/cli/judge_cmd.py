@@ -55,7 +55,8 @@ def add_parser(subparsers) -> None:
         "judge-calibrate", help="agreement of a judge with human labels; fits the embedded judge's thresholds",
         description="Judge a stratified sample of the split's human labels (positives and non-positives; unlabelled "
                     "BM25 documents stand in when the qrels hold too few judged-0 pairs), split by query into a fit "
-                    "and a held-out part, fit the embedded judge's thresholds on the fit part and save them, and "
+                    "and a held-out part, fit the embedded judge's thresholds on the fit part and write them to "
+                    "OUT/embedded-thresholds.json (and to the default location with --save-default), and "
                     "write OUT/calibration.json (accuracy, Cohen's kappa binary and graded, confusion).")
     calibrate.add_argument("--dataset", type=Path, required=True)
     calibrate.add_argument("--split", default="test")
@@ -65,8 +66,12 @@ def add_parser(subparsers) -> None:
     calibrate.add_argument("--cross-encoder", metavar="MODEL",
                            help="embedded judge: also score with this cross-encoder (a model folder); the fitted "
                                 "thresholds then name it")
-    calibrate.add_argument("--no-save-default", action="store_true",
-                           help="write the fitted thresholds to OUT only, not to the default location")
+    saving = calibrate.add_mutually_exclusive_group()
+    saving.add_argument("--save-default", action="store_true",
+                        help="also save the fitted thresholds to the default location ($IRFORGE_JUDGE_THRESHOLDS or the "
+                             "user data dir), which every later embedded judge then uses; without it they go to OUT only")
+    # Once needed to keep the default untouched, now what happens anyway: still accepted for scripts that pass it.
+    saving.add_argument("--no-save-default", action="store_true", help=argparse.SUPPRESS)
     calibrate.add_argument("--index-dir", type=Path, help="BM25 indexes for the negatives (default $IRFORGE_INDEX_DIR or the user data dir)")
     add_judge_arguments(calibrate)
     calibrate.set_defaults(handler=run_calibrate)
@@ -99,11 +104,18 @@ def fill_holes(args, dataset: Path, run_path: Path, out: Path, depth: int, split
     return report
 
 
+def no_paid_call_note(backend: str, calls: int) -> str:
+    """Said after a count of 0 judge calls made by the embedded judge, which never sends a request:
+    a bare 0 reads as if the labels came from nowhere, or as if a paid judge had been skipped."""
+    return " (embedded judge, on this machine: no paid call needed)" if backend == "embedded" and calls == 0 else ""
+
+
 def print_holes(report: dict, out=None) -> None:
     out = out or sys.stdout
     depth = report["depth"]
+    note = no_paid_call_note(report["judge"].get("backend", ""), report["judge_calls"])
     out.write(f"\n{report['dataset']} · {report['split']} · holes in the top {depth}: {report['holes']} · judged "
-              f"{report['judged']} ({report['from_store']} from the store) · judge calls {report['judge_calls']} · "
+              f"{report['judged']} ({report['from_store']} from the store) · judge calls {report['judge_calls']}{note} · "
               f"unparsed {report['unparsed']} · failed {report['failed']}\n")
     before, after = report["metrics_before"], report["metrics_after"]
     width = max(len(name) for name in before)
@@ -178,7 +190,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
     if fitted is not None:
         fitted.save(args.out / "embedded-thresholds.json")
         files["thresholds"] = "embedded-thresholds.json"
-        if not args.no_save_default:
+        if args.save_default:   # user-wide: every later embedded judge changes, so only when asked
             files["default_thresholds"] = str(fitted.save(default_thresholds_path()))
     report["files"] = files
     write_json_atomic(args.out / "calibration.json", report)
@@ -189,6 +201,17 @@ def run_calibrate(args: argparse.Namespace) -> int:
         value = held[name]
         print(f"{name:<13} {'n/a' if value is None else f'{value:.4f}'} (held out)")
     if fitted is not None:
-        print(f"thresholds {', '.join(f'{c:.4f}' for c in fitted.cuts)} saved to "
-              f"{files.get('default_thresholds', args.out / 'embedded-thresholds.json')}")
+        print_thresholds_written(fitted.cuts, args.out / "embedded-thresholds.json", files.get("default_thresholds"))
+    print(f"wrote {args.out / 'calibration.json'}")
     return 0
+
+
+def print_thresholds_written(cuts, out_file: Path, default_written: str | None) -> None:
+    from irforge.judge.backends.embedded import default_thresholds_path
+
+    print(f"thresholds {', '.join(f'{c:.4f}' for c in cuts)}: wrote {out_file}")
+    if default_written:
+        print(f"wrote {default_written} (the default: the embedded judge now uses them)")
+    else:
+        print(f"not saved as the default ({default_thresholds_path()}): pass --save-default, "
+              f"or --thresholds {out_file} to use them")

@@ -2,6 +2,8 @@
 
 Prints `measure<TAB>qid|all<TAB>value` lines exactly as trec_eval lays them out (measure name
 padded to 22 characters, 4 decimals, counts as integers), so its output diffs against trec_eval's.
+What a user should know about the input (which qrels layout was read, qrels queries the run has
+no ranking for) goes to stderr, so stdout still diffs.
 """
 
 from __future__ import annotations
@@ -10,7 +12,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from irforge.data import read_trec_qrels, read_trec_run
+from irforge.data import DataFormatError, Qrels, Run, read_trec_run
+from irforge.data.qrels_layout import QrelsFile, looks_like_qrels, looks_like_run, read_qrels_file
 from irforge.evaluator import EvaluationOptions, Evaluator
 from irforge.evaluator.measures import AGGREGATE_ONLY, COUNT_MEASURES, TREC_EVAL_DEFAULT
 
@@ -19,11 +22,12 @@ def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
         "metrics",
         help="trec_eval-compatible evaluation of a TREC run file",
-        description="Evaluate a TREC run against TREC qrels, printing trec_eval's output format. "
+        description="Evaluate a TREC run against qrels (TREC or BEIR layout), printing trec_eval's output format. "
         "Measures by trec_eval name (map, P.5,10, ndcg_cut.10, all_trec) or ir_measures name "
         "(nDCG@10, R@100, RR@10, Judged@10). Without -m: trec_eval's default set.",
     )
-    parser.add_argument("qrels", type=Path, help="TREC qrels file: qid iter docno rel")
+    parser.add_argument("qrels", type=Path,
+                        help="qrels file: TREC (qid iter docno rel) or BEIR (header query-id corpus-id score, 3 tab-separated columns)")
     parser.add_argument("run", type=Path, help="TREC run file: qid Q0 docno rank score tag")
     parser.add_argument("-m", dest="measures", action="append", metavar="MEASURE", help="measure or measure set (repeatable)")
     parser.add_argument("-q", dest="per_query", action="store_true", help="print per-query values as well as 'all'")
@@ -47,9 +51,40 @@ def format_line(name: str, query_id: str, value: float | str) -> str:
     return f"{name:<22}\t{query_id}\t{text}"
 
 
+def read_qrels_argument(qrels_path: Path, run_path: Path) -> QrelsFile:
+    """The qrels in either layout; when they cannot be read and the two files look swapped, the
+    error says so (a run given as QRELS fails on its first line, which alone says nothing of the order)."""
+    try:
+        return read_qrels_file(qrels_path)
+    except DataFormatError as error:
+        if looks_like_run(qrels_path) and looks_like_qrels(run_path):
+            raise DataFormatError(error.path, f"{error.reason}; {qrels_path} looks like a run and {run_path} like qrels: "
+                                              "were they given in the wrong order? The order is: irforge metrics QRELS RUN",
+                                  error.line) from None
+        raise
+
+
+def unranked_note(qrels: Qrels, run: Run, complete: bool) -> str | None:
+    """What happens to qrels queries the run has no ranking for, which changes the averages:
+    trec_eval leaves them out, -c (and so `irforge eval`) scores them 0. None when there are none."""
+    missing = sorted(set(qrels) - set(run))
+    if not missing:
+        return None
+    one = len(missing) == 1
+    examples = ", ".join(repr(q) for q in missing[:3]) + (", ..." if len(missing) > 3 else "")
+    note = (f"{len(missing)} of {len(qrels)} qrels queries {'has' if one else 'have'} no ranking in the run "
+            f"({'' if one else 'e.g. '}{examples}); ")
+    subject, object_ = ("it is", "it") if one else ("they are", "them")
+    if complete:
+        return note + f"-c counts {object_} as 0"
+    return note + f"{subject} left out of the averages (trec_eval's default); -c counts {object_} as 0, as irforge eval does"
+
+
 def run_metrics(args: argparse.Namespace) -> int:
     measures = args.measures or list(TREC_EVAL_DEFAULT)
-    qrels = read_trec_qrels(args.qrels)
+    qrels_file = read_qrels_argument(args.qrels, args.run)
+    qrels = qrels_file.qrels
+    print(f"irforge metrics: read {args.qrels} as {qrels_file.layout}", file=sys.stderr)
     trec_run = read_trec_run(args.run)
     options = EvaluationOptions(
         drop_identical_ids=not args.keep_identical_ids,
@@ -58,6 +93,8 @@ def run_metrics(args: argparse.Namespace) -> int:
         max_docs_per_query=args.max_docs,
     )
     result = Evaluator().evaluate(qrels, trec_run.run, measures, options)
+    if note := unranked_note(qrels, trec_run.run, args.complete):
+        print(f"irforge metrics: {note}", file=sys.stderr)
     wants_runid = any(m in ("runid", "all_trec", "official") for m in measures) or measures == list(TREC_EVAL_DEFAULT)
     out = []
     if args.per_query:

@@ -8,6 +8,7 @@ from contextlib import ExitStack
 from pathlib import Path
 
 from irforge.cli import build
+from irforge.cli.judge_cmd import no_paid_call_note
 from irforge.common.redact import redact_text
 from irforge.judge.qc.prelabel import Thresholds
 
@@ -117,6 +118,7 @@ def print_summary(summary: dict, out) -> None:
     stats = summary["judge"]["stats"]
     out.write(f"queries dropped {len(summary['queries_dropped'])} · documents removed {len(summary['documents_removed'])} · "
               f"positives added {len(summary['positives_added'])}\n")
-    out.write(f"judge {summary['judge']['identity'].get('backend', '?')}: {stats['calls']} calls, {stats['from_store']} from the store, "
+    backend = summary["judge"]["identity"].get("backend", "?")
+    out.write(f"judge {backend}: {stats['calls']} calls{no_paid_call_note(backend, stats['calls'])}, {stats['from_store']} from the store, "
               f"{stats['unparsed']} unparsed, {stats['failed']} failed, ${stats['cost_usd']:.4f}\n")
     out.write(f"wrote {summary['output']} (qc_audit.jsonl: {summary['files']['audit_records']} records)\n")

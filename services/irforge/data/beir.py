@@ -134,14 +134,24 @@ def iter_queries(path: str | Path) -> Iterator[Query]:
         yield Query(query_id=query_id, text=text, metadata=_metadata(path, obj, line_number))
 
 
+def qrels_fields(line: str) -> list[str]:
+    """A qrels line's fields: split on tabs when it has any (ids may hold spaces), else on whitespace."""
+    return line.split("\t") if "\t" in line else line.split()
+
+
+def is_qrels_header(fields: list[str]) -> bool:
+    """Whether a line's fields are BEIR's qrels header "query-id corpus-id score"."""
+    return tuple(f.strip().lower() for f in fields) == QRELS_HEADER
+
+
 def read_beir_qrels(path: str | Path) -> Qrels:
     """Read a BEIR qrels TSV: an optional "query-id corpus-id score" header, then one judgement per line."""
     path = Path(path)
     qrels: Qrels = {}
     first_lines: dict[tuple[str, str], int] = {}
     for line_number, line in numbered_lines(path):
-        fields = line.split("\t") if "\t" in line else line.split()
-        if not first_lines and tuple(f.strip().lower() for f in fields) == QRELS_HEADER:
+        fields = qrels_fields(line)
+        if not first_lines and is_qrels_header(fields):
             continue
         if len(fields) != 3:
             raise DataFormatError(path, f"expected 3 tab-separated fields (query-id, corpus-id, score), got {len(fields)}", line_number)

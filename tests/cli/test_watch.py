@@ -1,0 +1,98 @@
+"""`irforge watch` prints state changes only: a finished job replays as one line per step, a
+progress event that changes nothing draws nothing, a lost orchestrator is reported once per
+outage. A real orchestrator, corpus and evaluator on 127.0.0.1 running a real BM25 job."""
+
+from __future__ import annotations
+
+import io
+import re
+
+import pytest
+
+from irforge.cli.main import main
+from irforge.common.grpc_server import start_server
+from irforge.corpus import server as corpus_server
+from irforge.corpus.core import CorpusService
+from irforge.corpus.lexical.embedded import EmbeddedBackend
+from irforge.evaluator import server as evaluator_server
+from irforge.evaluator.core import Evaluator
+from irforge.orchestrator import server as orchestrator_server
+from irforge.orchestrator.client import OrchestratorClient
+from irforge.orchestrator.context import ServiceAddresses
+from irforge.orchestrator.core import Orchestrator
+from irforge.orchestrator.spec import JobSpec
+from irforge.orchestrator.store import JobEvent
+
+
+@pytest.fixture()
+def finished_job(scifact_tiny, tmp_path):
+    """(orchestrator address, job id, its events) of a BM25 job that has ended; progress reported
+    on every update, so the record holds progress events that repeat the state before them."""
+    services = start_server([corpus_server.binding(CorpusService(EmbeddedBackend(tmp_path / "indexes"))),
+                             evaluator_server.binding(Evaluator())], port=0)
+    address = f"127.0.0.1:{services.port}"
+    orchestrator = Orchestrator(tmp_path / "state", ServiceAddresses(corpus=address, evaluator=address),
+                                cache_path=tmp_path / "cache.sqlite3", progress_interval_s=0.0).start()
+    running = start_server([orchestrator_server.binding(orchestrator)], port=0)
+    try:
+        with OrchestratorClient(f"127.0.0.1:{running.port}") as client:
+            job_id = client.submit(JobSpec(dataset=str(scifact_tiny)))
+            events = list(client.follow(job_id))
+        yield f"127.0.0.1:{running.port}", job_id, events
+    finally:
+        running.stop(grace=0)
+        orchestrator.shutdown()
+        services.stop(grace=0)
+
+
+def test_a_finished_job_replays_as_one_line_per_step(finished_job, capsys):
+    address, job_id, events = finished_job
+    progress = [e for e in events if e.state == "progress"]
+    states = [(e.step, e.message, e.done, e.total) for e in progress]
+    assert len(set(states)) < len(states), "the record must hold repeated progress states for this test to mean anything"
+
+    assert main(["watch", job_id, "--server", address]) == 0
+    out, err = capsys.readouterr()
+    assert f"job {job_id} SUCCEEDED" in out
+    assert "\r" not in err                                   # no bar redrawn for events long past
+    steps = [e.step for e in events if e.state == "done"]
+    lines = err.splitlines()
+    assert len(lines) == len(steps) and len(set(lines)) == len(lines), err
+    for step, line in zip(steps, lines):
+        assert re.fullmatch(rf"{step}: .*done in \d+\.\ds", line), line
+    last_ingest = [e for e in progress if e.step == "ingest_lexical"][-1]
+    assert f"ingest_lexical: {last_ingest.message} {last_ingest.done}/{last_ingest.total} {last_ingest.unit} · done in" in err
+
+
+def event(sequence: int, step: str, state: str, **details) -> JobEvent:
+    return JobEvent(job_id="j", sequence=sequence, time="", step=step, state=state, **details)
+
+
+def test_a_progress_event_that_changes_nothing_draws_nothing():
+    from irforge.cli.watch_view import WatchView
+
+    out = io.StringIO()
+    view = WatchView(out, delay_s=0.0, mininterval_s=0.0)
+    view.show(event(1, "retrieve", "running", message="attempt 1 of 3"))
+    view.show(event(2, "retrieve", "progress", done=10, total=40, message="retrieving (bm25)", unit="query"))
+    drawn = out.getvalue()
+    for sequence in (3, 4, 5):                   # what close() and a quiet interval report: the same state
+        view.show(event(sequence, "retrieve", "progress", done=10, total=40, message="retrieving (bm25)", unit="query"))
+    assert out.getvalue() == drawn
+    view.show(event(6, "retrieve", "progress", done=40, total=40, message="retrieving (bm25)", unit="query"))
+    assert out.getvalue() != drawn and "40/40" in out.getvalue()
+
+
+def test_a_lost_orchestrator_is_reported_once_per_outage(unused_port, capsys, monkeypatch):
+    from irforge.cli.watch_view import WatchView
+
+    # Nothing listens there: every attempt fails for the whole reconnect timeout. The attempts are
+    # counted (the real method still runs) so the test knows there were several to fold into one line.
+    attempts = []
+    lost = WatchView.lost
+    monkeypatch.setattr(WatchView, "lost", lambda view, error: (attempts.append(error), lost(view, error)))
+    assert main(["watch", "0123456789ab", "--server", f"127.0.0.1:{unused_port}", "--reconnect-timeout", "5"]) == 2
+    err = capsys.readouterr().err
+    assert len(attempts) >= 2
+    assert err.count("lost the orchestrator") == 1, err
+    assert "reconnecting" in err and "giving up" in err
