@@ -155,7 +155,8 @@ def test_a_worker_killed_mid_shard_leaves_it_incomplete_and_a_rerun_fills_only_i
     shards = plan_shards(facts.total_documents, SHARDS)
     job = ShardJob(small_corpus, work, facts, tuple(shards), SPEC)
     # One document per encoder call (batch size 1) keeps the worker inside its shard long enough to kill.
-    command = [sys.executable, "-m", "irforge.cli.main", *job.worker_arguments(1), "--force", "--encode-batch-size=1"]
+    arguments = [a for a in job.worker_arguments(1) if not a.startswith("--encode-batch-size=")]
+    command = [sys.executable, "-m", "irforge.cli.main", *arguments, "--force", "--encode-batch-size=1"]
     worker = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 120

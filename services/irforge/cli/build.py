@@ -25,7 +25,7 @@ def add_encoder_arguments(parser: argparse.ArgumentParser) -> None:
     encoder.add_argument("--passage-prefix", default="", help="text put before every document, e.g. 'passage: ' for E5")
     encoder.add_argument("--max-seq-length", type=int, help="token cap (default: the model's own)")
     encoder.add_argument("--no-normalize", action="store_true", help="keep raw vectors and score by dot product (default: cosine)")
-    encoder.add_argument("--encode-batch-size", type=int, default=64)
+    encoder.add_argument("--encode-batch-size", type=int, default=64, help="texts per forward pass of the encoder (default 64)")
     encoder.add_argument("--device", help="cpu, cuda, cuda:1 (default: CUDA when present)")
     encoder.add_argument("--precision", choices=("float32", "float16", "bfloat16"), default="float32", help="model precision (16-bit on GPU)")
     encoder.add_argument("--ray", action="store_true", help="encode through a Ray Serve deployment on this machine (loopback only)")
@@ -33,7 +33,8 @@ def add_encoder_arguments(parser: argparse.ArgumentParser) -> None:
 
 def add_vector_store_arguments(parser: argparse.ArgumentParser) -> None:
     vectors = parser.add_argument_group("vector store")
-    vectors.add_argument("--vector-backend", choices=("embedded", "qdrant"), default="embedded")
+    vectors.add_argument("--vector-backend", choices=("embedded", "qdrant"), default="embedded",
+                         help="where vectors live: embedded (Qdrant Edge, on disk, the default) or a Qdrant server")
     vectors.add_argument("--vector-dir", type=Path, help="embedded vector collections (default $IRFORGE_VECTOR_DIR or the user data dir)")
     vectors.add_argument("--qdrant-url", help="Qdrant server URL (default $IRFORGE_QDRANT_URL)")
 
@@ -43,12 +44,13 @@ def add_dense_arguments(parser: argparse.ArgumentParser) -> None:
     add_vector_store_arguments(parser)
     dense = parser.add_argument_group("dense search and fusion (dense, hybrid)")
     dense.add_argument("--search", choices=("exact", "hnsw"), default="exact", help="exact search reproduces published figures (default)")
-    dense.add_argument("--hnsw-m", type=int, default=HnswSettings.m)
-    dense.add_argument("--hnsw-ef-construct", type=int, default=HnswSettings.ef_construct)
+    dense.add_argument("--hnsw-m", type=int, default=HnswSettings.m, help=f"--search hnsw: links per node (default {HnswSettings.m})")
+    dense.add_argument("--hnsw-ef-construct", type=int, default=HnswSettings.ef_construct,
+                       help=f"--search hnsw: build beam width (default {HnswSettings.ef_construct})")
     dense.add_argument("--hnsw-ef", type=int, default=HnswSettings.ef_search, help="search beam width")
     dense.add_argument("--embedding-cache", type=Path, help="embedding cache file (default $IRFORGE_CACHE_DIR or the user cache dir)")
     dense.add_argument("--fusion", choices=FUSION_METHODS, default="rrf", help="hybrid: reciprocal-rank fusion or normalised linear")
-    dense.add_argument("--rrf-k", type=float, default=60.0)
+    dense.add_argument("--rrf-k", type=float, default=60.0, help="hybrid rrf: the k in 1/(k + rank) (default 60)")
     dense.add_argument("--fusion-weights", default="1,1", metavar="BM25,DENSE", help="hybrid run weights (default 1,1)")
 
 

@@ -22,8 +22,9 @@ def add_parser(subparsers) -> None:
         "write OUT/run.trec and OUT/results.json, and print the metric table.",
     )
     parser.add_argument("--dataset", type=Path, required=True, help="BEIR folder: corpus.jsonl, queries.jsonl, qrels/<split>.tsv")
-    parser.add_argument("--retriever", choices=RETRIEVERS, default="bm25")
-    parser.add_argument("--split", default="test")
+    parser.add_argument("--retriever", choices=RETRIEVERS, default="bm25",
+                        help="bm25 (default), dense (--model) or hybrid (both, fused); --endpoint replaces it")
+    parser.add_argument("--split", default="test", help="the qrels/<split>.tsv to evaluate (default test)")
     parser.add_argument("--top-k", type=int, default=1000, help="documents retrieved per query (default 1000)")
     parser.add_argument("--out", type=Path, required=True, help="output folder for run.trec and results.json")
     parser.add_argument("-m", "--measure", dest="measures", action="append", metavar="MEASURE",

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from irforge.cli import eval_cmd
+from irforge.cli.parser import IrforgeParser
 from irforge.cli.judge_cmd import EXIT_NOT_ALL_JUDGED
 
 DEFAULT_SERVER = "127.0.0.1:50050"
@@ -21,7 +22,7 @@ def default_server() -> str:
 
 def _eval_parser() -> argparse.ArgumentParser:
     """`irforge eval`'s own parser, so `submit` takes exactly its flags."""
-    subparsers = argparse.ArgumentParser(add_help=False).add_subparsers()
+    subparsers = IrforgeParser(add_help=False).add_subparsers()
     eval_cmd.add_parser(subparsers)
     return subparsers.choices["eval"]
 
@@ -53,25 +54,25 @@ def add_parsers(subparsers) -> None:
         description="Follow a job to its end. If the orchestrator restarts or the connection drops, reconnect and "
         "resume where the watch left off. Exit 0 when the job SUCCEEDED, 1 when it failed, was cancelled or succeeded "
         "with warnings (e.g. holes the judge failed on: the same cases in which `irforge eval` exits 1).")
-    watch.add_argument("job_id", metavar="JOB")
+    watch.add_argument("job_id", metavar="JOB", help="the job id `irforge submit` printed")
     watch.add_argument("--reconnect-timeout", type=float, default=300.0, metavar="SECONDS",
                        help="give up when the orchestrator has not answered for this long (default 300)")
     _add_server(watch)
     watch.set_defaults(handler=run_watch)
 
     results = subparsers.add_parser("results", help="write a finished job's results.json and run.trec")
-    results.add_argument("job_id", metavar="JOB")
+    results.add_argument("job_id", metavar="JOB", help="the job id `irforge submit` printed")
     results.add_argument("--out", type=Path, required=True, help="output folder")
     _add_server(results)
     results.set_defaults(handler=run_results)
 
     jobs = subparsers.add_parser("jobs", help="list the orchestrator's jobs, newest first")
-    jobs.add_argument("--limit", type=int, default=20)
+    jobs.add_argument("--limit", type=int, default=20, help="jobs listed (default 20)")
     _add_server(jobs)
     jobs.set_defaults(handler=run_jobs)
 
     cancel = subparsers.add_parser("cancel", help="cancel a queued or running job")
-    cancel.add_argument("job_id", metavar="JOB")
+    cancel.add_argument("job_id", metavar="JOB", help="the job id `irforge submit` printed")
     _add_server(cancel)
     cancel.set_defaults(handler=run_cancel)
 

@@ -42,7 +42,7 @@ def add_parser(subparsers) -> None:
     holes.add_argument("--dataset", type=Path, required=True, help="BEIR folder: corpus.jsonl, queries.jsonl, qrels/<split>.tsv")
     holes.add_argument("--run", type=Path, required=True, help="TREC run file (qid Q0 docid rank score tag)")
     holes.add_argument("--depth", type=int, default=10, help="judge holes within each query's top DEPTH (default 10)")
-    holes.add_argument("--split", default="test")
+    holes.add_argument("--split", default="test", help="the qrels/<split>.tsv whose holes are judged (default test)")
     holes.add_argument("--out", type=Path, required=True, help="output folder")
     holes.add_argument("-m", "--measure", dest="measures", action="append", metavar="MEASURE",
                        help=f"measure to report (repeatable; default {' '.join(DEFAULT_MEASURES)} + Judged@DEPTH)")
@@ -58,11 +58,11 @@ def add_parser(subparsers) -> None:
                     "and a held-out part, fit the embedded judge's thresholds on the fit part and write them to "
                     "OUT/embedded-thresholds.json (and to the default location with --save-default), and "
                     "write OUT/calibration.json (accuracy, Cohen's kappa binary and graded, confusion).")
-    calibrate.add_argument("--dataset", type=Path, required=True)
-    calibrate.add_argument("--split", default="test")
+    calibrate.add_argument("--dataset", type=Path, required=True, help="BEIR folder whose human labels the judge is compared with")
+    calibrate.add_argument("--split", default="test", help="the qrels/<split>.tsv to sample (default test)")
     calibrate.add_argument("--sample", type=int, required=True, help="pairs to judge (split evenly over the human levels)")
-    calibrate.add_argument("--seed", type=int, default=13)
-    calibrate.add_argument("--out", type=Path, required=True)
+    calibrate.add_argument("--seed", type=int, default=13, help="seed of the sample and the fit/held-out split (default 13)")
+    calibrate.add_argument("--out", type=Path, required=True, help="output folder for calibration.json and the fitted thresholds")
     calibrate.add_argument("--cross-encoder", metavar="MODEL",
                            help="embedded judge: also score with this cross-encoder (a model folder); the fitted "
                                 "thresholds then name it")

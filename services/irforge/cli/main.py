@@ -8,6 +8,7 @@ import sys
 
 from irforge import __version__
 from irforge.cli import eval_cmd, jobs_cmd, judge_cmd, metrics_cmd, qc_cmd, serve_cmd, service_cmd, shard_cmd
+from irforge.cli.parser import IrforgeParser
 from irforge.common.grpc_errors import ServiceUnavailable
 from irforge.common.redact import redact_text
 from irforge.common.tls import CLIENT_VARIABLES, TlsConfigError
@@ -27,7 +28,7 @@ USER_ERRORS = (DataFormatError, MeasureError, EvaluationError, CorpusError, Mode
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="irforge", description="Retrieval evaluation you can trust.")
+    parser = IrforgeParser(prog="irforge", description="Retrieval evaluation you can trust.")
     parser.add_argument("--version", action="version", version=f"irforge {__version__}")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     eval_cmd.add_parser(subparsers)

@@ -23,7 +23,7 @@ def add_parser(subparsers) -> None:
         "and write the corrected dataset (BEIR layout) with qc_audit.jsonl and qc_summary.json to --out.",
     )
     parser.add_argument("--dataset", type=Path, required=True, help="BEIR folder: corpus.jsonl, queries.jsonl, qrels/<split>.tsv")
-    parser.add_argument("--split", default="test")
+    parser.add_argument("--split", default="test", help="the qrels/<split>.tsv to check (default test)")
     parser.add_argument("--out", type=Path, required=True, help="folder for the corrected dataset (written whole or not at all)")
     parser.add_argument("--recall-depth", type=int, default=1000, help="documents recalled per query (default 1000)")
     parser.add_argument("--reranker", dest="rerankers", action="append", metavar="SPEC",

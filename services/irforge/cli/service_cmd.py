@@ -32,7 +32,7 @@ def add_parser(subparsers) -> None:
         description="Serve the corpus service, the evaluator, the models (Encoder) service, or all of them "
         "('all'; models only when --model is given) over gRPC until Ctrl-C or SIGTERM.",
     )
-    parser.add_argument("name", choices=SERVICES)
+    parser.add_argument("name", choices=SERVICES, help="which service: " + ", ".join(SERVICES))
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: loopback only)")
     parser.add_argument("--port", type=int, help="port (0 picks a free one; the chosen port is printed; default: "
                         + ", ".join(f"{name} {port}" for name, port in DEFAULT_PORTS.items()) + ")")

@@ -24,7 +24,7 @@ def add_parser(subparsers) -> None:
         "into WORKDIR/shard-I-of-N.npy + .json, atomically. A complete output for the same corpus and encoder is "
         "kept (exit 0 at once). Exit status 2: bad input or configuration (retrying cannot help).")
     worker.add_argument("--dataset", type=Path, required=True, help="BEIR folder (corpus.jsonl)")
-    worker.add_argument("--shard-count", type=int, required=True)
+    worker.add_argument("--shard-count", type=int, required=True, help="N: the number of shards the corpus is split into")
     worker.add_argument("--shard-index", type=int, help=f"this worker's shard (default ${INDEX_VARIABLE}, set by Kubernetes)")
     worker.add_argument("--out", type=Path, required=True, help="work folder shared with the coordinator")
     worker.add_argument("--total-documents", type=int, help="documents in the corpus (default: counted)")
@@ -38,7 +38,7 @@ def add_parser(subparsers) -> None:
         description="Split the corpus into N shards, run `irforge shard-worker` for each (at most --parallel at "
         "once, failed shards retried), merge every shard into the embedding cache. `irforge eval --retriever dense` "
         "with the same encoder flags then encodes no document.")
-    encode.add_argument("--dataset", type=Path, required=True)
+    encode.add_argument("--dataset", type=Path, required=True, help="BEIR folder (corpus.jsonl)")
     encode.add_argument("--shards", type=int, required=True, help="number of shards")
     encode.add_argument("--work-dir", type=Path, required=True, help="folder for shard outputs and worker logs")
     encode.add_argument("--parallel", type=int, default=1, help="workers at once (default 1)")
