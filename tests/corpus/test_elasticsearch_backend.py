@@ -44,8 +44,8 @@ def test_password_in_the_url_never_reaches_the_message():
     port = _free_port()
     with pytest.raises(BackendUnavailable) as caught:
         ElasticsearchBackend(f"http://irforge:s3cret-pw@127.0.0.1:{port}", max_retries=0)
-    assert "s3cret-pw" not in str(caught.value)
-    assert f"http://127.0.0.1:{port}" in str(caught.value)
+    assert "s3cret-pw" not in str(caught.value) and "irforge:" not in str(caught.value)
+    assert f"http://***@127.0.0.1:{port}" in str(caught.value)   # common/redact.py: credentials masked, host kept
 
 
 def test_missing_api_key_variable_is_named(monkeypatch):
