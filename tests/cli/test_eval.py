@@ -123,7 +123,7 @@ def test_in_process_and_server_give_identical_results(scifact_results, beir_dir,
 def test_bad_arguments_get_clear_errors(beir_dir, tmp_path, capsys, args, message):
     options = {"--dataset": str(beir_dir / "scifact"), "--split": "test", "--top-k": "10"}
     options.update(zip(args[::2], args[1::2]))
-    argv = ["eval", "--out", str(tmp_path), "--index-dir", str(tmp_path / "idx")]
+    argv = ["eval", "--out", str(tmp_path / "out"), "--index-dir", str(tmp_path / "idx")]
     for flag, value in options.items():
         argv += [flag, value]
     assert main(argv) == 2
