@@ -220,3 +220,14 @@ def test_a_symlinked_out_stays_a_link(sets, beir_dir, tmp_path):
     (tmp_path / "link").symlink_to("real")
     run_eval(beir_dir, tmp_path / "link", index_dir, "1.5")
     assert (tmp_path / "link").is_symlink() and signature(tmp_path / "real") == found["1.5"]
+
+
+def test_a_job_whose_output_names_a_file_is_refused_at_submission(beir_dir, tmp_path):
+    """Not after the job ran, when its evaluate step copies the set there."""
+    from irforge.orchestrator.errors import JobSpecError
+    from irforge.orchestrator.spec import JobSpec
+
+    (tmp_path / "taken").write_text("mine\n")
+    spec = JobSpec(dataset=str(beir_dir / "scifact"), output=str(tmp_path / "taken"))
+    with pytest.raises(JobSpecError, match=f"job spec field 'output': {tmp_path / 'taken'}: exists and is not a folder"):
+        spec.check_paths()

@@ -15,6 +15,7 @@ from pathlib import Path
 import yaml
 from google.protobuf import json_format
 
+from irforge.common.output_set import OutputFolderError, check_output_folder
 from irforge.corpus.settings import Bm25Settings
 from irforge.corpus.vectors.base import HnswSettings
 from irforge.evaluator.measures import DEFAULT_MEASURES, MeasureError, parse_measures
@@ -113,6 +114,11 @@ class JobSpec:
             value = getattr(self, field)
             if value and not Path(value).is_file():
                 raise JobSpecError(f"job spec field {field!r}: no file {value} on the orchestrator's filesystem")
+        if self.output:  # refused now, not when the finished job copies its results there
+            try:
+                check_output_folder(self.output, flag="")
+            except OutputFolderError as error:
+                raise JobSpecError(f"job spec field 'output': {error}") from None
 
     def as_dict(self) -> dict:
         value = asdict(self)
