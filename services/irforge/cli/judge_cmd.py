@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from irforge.common.files import write_json_atomic
+from irforge.common.output_set import OutputSet, check_output_folder, check_outside
 from irforge.data import read_trec_run
 from irforge.evaluator.measures import DEFAULT_MEASURES
 from irforge.judge.base import DEFAULT_RELEVANT_FROM
@@ -115,11 +116,20 @@ def print_holes(report: dict, out=None) -> None:
 
 
 def run_holes(args: argparse.Namespace) -> int:
-    if args.depth < 1:
-        print(f"irforge judge-holes: error: --depth must be at least 1, got {args.depth}", file=sys.stderr)
+    from irforge.judge.holes import JUDGED_QRELS, PROVENANCE, REPORT
+
+    try:
+        if args.depth < 1:
+            raise ValueError(f"--depth must be at least 1, got {args.depth}")
+        check_output_folder(args.out)  # before judging, not when the paid-for labels cannot be written
+        check_outside(args.out, {"--dataset": args.dataset, "--store": args.store})
+    except ValueError as error:
+        print(f"irforge judge-holes: error: {error}", file=sys.stderr)
         return 2
-    report = fill_holes(args, args.dataset, args.run, args.out, args.depth, args.split, args.measures,
-                        not args.keep_identical_ids, "holes.json")
+    # The report and the layer it describes change together (other files in OUT are kept).
+    with OutputSet(args.out, replaces=(REPORT, JUDGED_QRELS, PROVENANCE)) as staging:
+        report = fill_holes(args, args.dataset, args.run, staging, args.depth, args.split, args.measures,
+                            not args.keep_identical_ids, REPORT)
     print_holes(report)
     print(f"wrote {args.out / 'holes.json'}" + (f" and {report['files']['judged_qrels']}" if report["files"]["judged_qrels"] else ""))
     return _not_all_judged("judge-holes", report)
