@@ -38,6 +38,14 @@ def test_metrics_refuses_nonsense_options(trec_files, flags, message):
     assert_refused(irforge("metrics", str(qrels), str(run), "-m", "P.1", *flags), "metrics", message)
 
 
+@pytest.mark.parametrize(("measure", "value"), [("P.0", "0"), ("P.5,0", "0"), ("ndcg_cut.0.5", "0.5"), ("success.1,-2", "-2")])
+def test_metrics_refuses_cutoffs_that_abort_trec_eval(trec_files, measure, value):
+    """pytrec_eval takes these and then kills the process with a C assertion (SIGABRT)."""
+    qrels, run = trec_files
+    assert_refused(irforge("metrics", str(qrels), str(run), "-m", measure), "metrics",
+                   f"measure {measure!r}: cutoffs must be numbers of at least 1, got {value!r}")
+
+
 def test_metrics_still_takes_sensible_options(trec_files):
     qrels, run = trec_files
     done = irforge("metrics", str(qrels), str(run), "-m", "P.1", "-M", "1", "-l", "1")
