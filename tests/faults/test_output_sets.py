@@ -231,3 +231,20 @@ def test_a_job_whose_output_names_a_file_is_refused_at_submission(beir_dir, tmp_
     spec = JobSpec(dataset=str(beir_dir / "scifact"), output=str(tmp_path / "taken"))
     with pytest.raises(JobSpecError, match=f"job spec field 'output': {tmp_path / 'taken'}: exists and is not a folder"):
         spec.check_paths()
+
+
+def test_qc_output_uses_the_same_swap_and_cleaning(tmp_path):
+    """`irforge qc` replaces its whole OUTDIR (a dataset with qrels/): the same one-step swap, and a
+    killed qc run's staging folder is removed by the next one."""
+    from irforge.judge.qc import writer
+
+    target = tmp_path / "out"
+    (target / "qrels").mkdir(parents=True)
+    (target / "qrels" / "test.tsv").write_text("old\n")
+    killed = tmp_path / f".out.irforge-{socket.gethostname()}-{dead_pid()}-0a1b2c3d.staging"
+    killed.mkdir()
+    with writer.staged_folder(target) as staged:
+        (staged / "qrels").mkdir()
+        (staged / "qrels" / "test.tsv").write_text("new\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+    assert (target / "qrels" / "test.tsv").read_text() == "new\n"

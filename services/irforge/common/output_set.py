@@ -63,15 +63,17 @@ def check_outside(target: str | Path, paths: dict[str, str | Path | None], flag:
 
 class OutputSet:
     """Context manager yielding a staging folder; on success it becomes `target`, whose files
-    outside `replaces` are carried over. On an exception the staging folder is removed and
-    `target` is untouched."""
+    outside `replaces` are carried over (replaces=None: the staging folder is the whole new
+    folder, subfolders and all, as `irforge qc` writes a dataset; its caller checks `target`).
+    On an exception the staging folder is removed and `target` is untouched."""
 
-    def __init__(self, target: str | Path, replaces: tuple[str, ...] = EVAL_SET):
+    def __init__(self, target: str | Path, replaces: tuple[str, ...] | None = EVAL_SET):
         self.target = Path(os.path.realpath(target))  # a symlinked OUT: swap the folder it names, keep the link
-        self.replaces = set(replaces)
+        self.replaces = None if replaces is None else set(replaces)
 
     def __enter__(self) -> Path:
-        check_output_folder(self.target, flag="")
+        if self.replaces is not None:
+            check_output_folder(self.target, flag="")
         parent = self.target.parent
         parent.mkdir(parents=True, exist_ok=True)
         remove_stale_temporaries(parent, self.target.name)
@@ -117,6 +119,8 @@ class OutputSet:
         shutil.rmtree(aside, ignore_errors=True)
 
     def _carry_over(self) -> None:
+        if self.replaces is None:
+            return
         for path in self.target.iterdir():
             keep = path.name not in self.replaces and not TEMPORARY.match(path.name) and path.is_file()
             if keep and not (self.staging / path.name).exists():
