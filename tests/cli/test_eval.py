@@ -118,12 +118,12 @@ def test_in_process_and_server_give_identical_results(scifact_results, beir_dir,
     (["--split", "dev"], "split 'dev' not found; available: test"),
     (["--top-k", "0"], "--top-k must be positive"),
     (["-m", "nDCG@ten"], "unknown measure 'nDCG@ten'"),
-    (["--b", "1.5"], "BM25 b must be within 0..1"),
+    (["--b", "1.5"], "--b must be a finite number within 0..1, got 1.5"),
 ])
 def test_bad_arguments_get_clear_errors(beir_dir, tmp_path, capsys, args, message):
     options = {"--dataset": str(beir_dir / "scifact"), "--split": "test", "--top-k": "10"}
     options.update(zip(args[::2], args[1::2]))
-    argv = ["eval", "--out", str(tmp_path), "--index-dir", str(tmp_path / "idx")]
+    argv = ["eval", "--out", str(tmp_path / "out"), "--index-dir", str(tmp_path / "idx")]
     for flag, value in options.items():
         argv += [flag, value]
     assert main(argv) == 2

@@ -216,9 +216,9 @@ def test_out_dir_must_not_be_the_dataset_inside_it_or_around_it(tmp_path):
 
 def test_a_failure_half_way_leaves_no_output_and_the_earlier_one_intact(tmp_path):
     target = tmp_path / "out"
-    with writer.StagedFolder(target) as staged:
+    with writer.staged_folder(target) as staged:
         (staged / writer.SUMMARY_NAME).write_text("{}")
-    with pytest.raises(RuntimeError), writer.StagedFolder(target) as staged:
+    with pytest.raises(RuntimeError), writer.staged_folder(target) as staged:
         (staged / "corpus.jsonl").write_text("half")
         raise RuntimeError("killed")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]

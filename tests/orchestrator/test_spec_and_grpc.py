@@ -103,7 +103,7 @@ def test_a_job_over_grpc(remote, scifact_tiny, tmp_path):
     assert record.state == JobState.SUCCEEDED and record.spec["name"] == "tiny"
     assert [s.executions for s in record.steps] == [1, 1, 1] and set(record.metrics) >= {"nDCG@10", "R@100"}
     assert [job.job_id for job in remote.list()] == [job_id]
-    files = remote.results(job_id, tmp_path)
+    files = remote.results(job_id, tmp_path / "results")  # tmp_path holds the orchestrator's state: not an output folder
     assert sorted(p.name for p in files) == ["results.json", "run.trec"]
     assert remote.cancel(job_id).state == JobState.SUCCEEDED  # an ended job stays as it ended
     # A watch resumed after the last event returns at once with nothing new.

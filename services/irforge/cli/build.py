@@ -7,12 +7,13 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
-from irforge.corpus.settings import Bm25Settings
-from irforge.corpus.vectors.base import HnswSettings
+from irforge.common.checks import check_at_least, check_range
+from irforge.corpus.settings import B_RANGE, K1_RANGE, Bm25Settings
+from irforge.corpus.vectors.base import HNSW_MINIMUMS, HnswSettings
 from irforge.fusion import FUSION_METHODS
 from irforge.models.encoder import EncoderSpec
 from irforge.pipeline.progress import tqdm_progress
-from irforge.pipeline.retrievers.hybrid import FusionSettings
+from irforge.pipeline.retrievers.hybrid import RRF_K_RANGE, FusionSettings, weights_problem
 
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 
@@ -122,6 +123,8 @@ def _reranker(args, stack: ExitStack):
 def encoder_spec_from_args(args: argparse.Namespace) -> EncoderSpec:
     if args.encode_batch_size <= 0:
         raise ValueError("--encode-batch-size must be positive")
+    if args.max_seq_length is not None:
+        check_at_least("--max-seq-length", args.max_seq_length, 1)
     return EncoderSpec(
         model=args.model, revision=args.model_revision, query_prefix=args.query_prefix,
         passage_prefix=args.passage_prefix, normalize=not args.no_normalize, max_seq_length=args.max_seq_length,
@@ -157,6 +160,19 @@ class Settings:
     fusion: FusionSettings
 
 
+def check_numbers(args: argparse.Namespace, weights: tuple[float, ...]) -> None:
+    """Numbers that mean nothing (inf, nan, 1e16, zero depths) fail naming their flag, before any
+    work: unchecked, `--k1 inf` scored every document 0 and `--k1 1e16` failed after indexing."""
+    check_range("--k1", args.k1, *K1_RANGE)
+    check_range("--b", args.b, *B_RANGE)
+    check_range("--rrf-k", args.rrf_k, *RRF_K_RANGE)
+    if weights_problem(weights):
+        raise ValueError(f"--fusion-weights must be two finite numbers >= 0, not both 0; got {args.fusion_weights!r}")
+    for flag, field in (("--hnsw-m", "m"), ("--hnsw-ef-construct", "ef_construct"), ("--hnsw-ef", "ef_search")):
+        check_at_least(flag, getattr(args, flag[2:].replace("-", "_")), HNSW_MINIMUMS[field])
+    check_at_least("--rerank-depth", args.rerank_depth, 1)  # not after the first stage has run
+
+
 def settings_from_args(args: argparse.Namespace) -> Settings:
     """Validate every flag before any work starts; raises ValueError with the flag's name."""
     try:
@@ -165,6 +181,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         raise ValueError(f"--fusion-weights must be two numbers like 1,1; got {args.fusion_weights!r}") from None
     if len(weights) != 2:
         raise ValueError(f"--fusion-weights needs two weights (bm25, dense); got {args.fusion_weights!r}")
+    check_numbers(args, weights)
     return Settings(
         bm25=Bm25Settings(k1=args.k1, b=args.b),
         encoder=encoder_spec_from_args(args),

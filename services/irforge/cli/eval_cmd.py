@@ -5,14 +5,20 @@ from __future__ import annotations
 import argparse
 import sys
 from contextlib import ExitStack
+from dataclasses import replace
 from pathlib import Path
 
 from irforge.cli import build, judge_cmd
+from irforge.common.output_set import OutputFolderError, OutputSet, check_output_folder, check_outside
 from irforge.common.redact import redact_text
 from irforge.corpus.settings import Bm25Settings
 from irforge.evaluator.measures import DEFAULT_MEASURES, parse_measures
 from irforge.pipeline.eval_job import EvalJob, EvalJobSpec
 from irforge.pipeline.retrievers import RETRIEVERS
+
+
+# Where irforge keeps indexes, caches and judgements (and reads the dataset): never inside OUT.
+STORES = ("--dataset", "--index-dir", "--vector-dir", "--embedding-cache", "--store")
 
 
 def add_parser(subparsers) -> None:
@@ -67,6 +73,8 @@ def run_eval(args: argparse.Namespace) -> int:
         if fill_holes is not None:
             judge_cmd.check_judge_choice(args)  # a bad --judge fails before the evaluation, not after it
         settings = build.settings_from_args(args)
+        check_output_folder(args.out)  # not after the whole run, when the files cannot be written
+        check_outside(args.out, {flag: getattr(args, flag[2:].replace("-", "_"), None) for flag in STORES})
     except ValueError as error:
         print(f"irforge eval: error: {redact_text(str(error))}", file=sys.stderr)
         return 2
@@ -76,10 +84,18 @@ def run_eval(args: argparse.Namespace) -> int:
         except ValueError as error:  # flag combinations, endpoint specs: before any work
             print(f"irforge eval: error: {redact_text(str(error))}", file=sys.stderr)
             return 2
-        results = EvalJob(spec, retriever, evaluator, mode).run()
-    print_table(results, sys.stdout)
-    if fill_holes is not None:
-        return judge_cmd.fill_holes_after_eval(args, spec, results)
+        # Everything OUT gets (with --fill-holes, the judged layer too) is written as one set: a
+        # kill at any moment leaves the earlier set or this one, never results of one beside a run of the other.
+        try:
+            with OutputSet(args.out) as staging:
+                staged = replace(spec, out_dir=staging)
+                results = EvalJob(staged, retriever, evaluator, mode).run()
+                print_table(results, sys.stdout)
+                if fill_holes is not None:
+                    return judge_cmd.fill_holes_after_eval(args, staged, results, run_name=str(args.out / results["files"]["run"]))
+        except OutputFolderError as error:  # OUT changed while the run worked (checked before it started)
+            print(f"irforge eval: error: {error}", file=sys.stderr)
+            return 2
     return 0
 
 

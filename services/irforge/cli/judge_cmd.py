@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from irforge.common.files import write_json_atomic
+from irforge.common.output_set import OutputSet, check_output_folder, check_outside
 from irforge.data import read_trec_run
 from irforge.evaluator.measures import DEFAULT_MEASURES
 from irforge.judge.base import DEFAULT_RELEVANT_FROM
@@ -90,15 +91,17 @@ def _open_core(args):
 
 
 def fill_holes(args, dataset: Path, run_path: Path, out: Path, depth: int, split: str, measures, drop_identical: bool,
-               report_name: str | None) -> dict:
-    """Read the run, judge its holes, write the layer (and the report unless report_name is None)."""
+               report_name: str | None, run_name: str | None = None) -> dict:
+    """Read the run, judge its holes, write the layer (and the report unless report_name is None);
+    the report names the run `run_name` (default: run_path)."""
     from irforge.judge.holes import HoleFiller, HoleSettings, write_outputs
 
     settings = HoleSettings(depth=depth, relevant_from=args.relevant_from, drop_identical_ids=drop_identical,
                             measures=tuple(measures or DEFAULT_MEASURES))
     run = read_trec_run(run_path).run
     with _open_core(args) as core:
-        report, labelled, _ = HoleFiller(core, settings, tqdm_progress).run(dataset, run, split, run_name=str(run_path))
+        report, labelled, _ = HoleFiller(core, settings, tqdm_progress).run(dataset, run, split,
+                                                                            run_name=run_name or str(run_path))
         report["store"] = str(core.store.path) if core.store is not None else None
     write_outputs(out, report, labelled, report_name)
     return report
@@ -125,11 +128,20 @@ def print_holes(report: dict, out=None) -> None:
 
 
 def run_holes(args: argparse.Namespace) -> int:
-    if args.depth < 1:
-        print(f"irforge judge-holes: error: --depth must be at least 1, got {args.depth}", file=sys.stderr)
+    from irforge.judge.holes import JUDGED_QRELS, PROVENANCE, REPORT
+
+    try:
+        if args.depth < 1:
+            raise ValueError(f"--depth must be at least 1, got {args.depth}")
+        check_output_folder(args.out)  # before judging, not when the paid-for labels cannot be written
+        check_outside(args.out, {"--dataset": args.dataset, "--store": args.store})
+    except ValueError as error:
+        print(f"irforge judge-holes: error: {error}", file=sys.stderr)
         return 2
-    report = fill_holes(args, args.dataset, args.run, args.out, args.depth, args.split, args.measures,
-                        not args.keep_identical_ids, "holes.json")
+    # The report and the layer it describes change together (other files in OUT are kept).
+    with OutputSet(args.out, replaces=(REPORT, JUDGED_QRELS, PROVENANCE)) as staging:
+        report = fill_holes(args, args.dataset, args.run, staging, args.depth, args.split, args.measures,
+                            not args.keep_identical_ids, REPORT)
     print_holes(report)
     print(f"wrote {args.out / 'holes.json'}" + (f" and {report['files']['judged_qrels']}" if report["files"]["judged_qrels"] else ""))
     return _not_all_judged("judge-holes", report)
@@ -144,12 +156,13 @@ def _not_all_judged(command: str, report: dict) -> int:
     return 0
 
 
-def fill_holes_after_eval(args: argparse.Namespace, spec, results: dict) -> int:
+def fill_holes_after_eval(args: argparse.Namespace, spec, results: dict, run_name: str | None = None) -> int:
     """`irforge eval --fill-holes K`: the same hole filling on the run just written; the report
-    goes into results.json as `holes`, the layer beside run.trec."""
+    goes into results.json as `holes`, the layer beside run.trec. `run_name`: where the run will
+    be once spec.out_dir, a staging folder, becomes OUT."""
     out = Path(spec.out_dir)
     report = fill_holes(args, spec.dataset, out / results["files"]["run"], out, args.fill_holes, spec.split,
-                        spec.measures, spec.drop_identical_ids, report_name=None)
+                        spec.measures, spec.drop_identical_ids, report_name=None, run_name=run_name)
     from irforge.judge.holes import join_results
 
     join_results(out, report, results)

@@ -81,6 +81,12 @@ def unranked_note(qrels: Qrels, run: Run, complete: bool) -> str | None:
 
 
 def run_metrics(args: argparse.Namespace) -> int:
+    # Before reading the files, and as this command's error: EvaluationOptions' own check raised a traceback.
+    problem = (f"-M must be 0 (every document) or more, got {args.max_docs}" if args.max_docs < 0 else
+               f"-l must be at least 1, got {args.relevance_level}" if args.relevance_level < 1 else None)
+    if problem:
+        print(f"irforge metrics: error: {problem}", file=sys.stderr)
+        return 2
     measures = args.measures or list(TREC_EVAL_DEFAULT)
     qrels_file = read_qrels_argument(args.qrels, args.run)
     qrels = qrels_file.qrels

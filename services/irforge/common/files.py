@@ -1,16 +1,82 @@
-"""Files written so that a crash never leaves half of one behind."""
+"""Files written so that a crash never leaves half of one behind, and the leftovers of a writer
+that was killed are recognisable, and removable, by name.
+
+Every temporary name irforge makes is `.{final name}.irforge-{host}-{pid}-{token}.{kind}`: the
+host and pid say whose it is, so the next run removes only those of processes that are gone.
+"""
 
 from __future__ import annotations
 
 import json
 import os
-import tempfile
+import re
+import secrets
+import shutil
+import socket
 from pathlib import Path
 from typing import Any
 
+TEMPORARY = re.compile(r"^\.(?P<name>.+)\.irforge-(?P<host>.+)-(?P<pid>\d+)-(?P<token>[0-9a-f]+)\.(?P<kind>tmp|staging|old)$")
+
+
+def temporary_name(final_name: str, kind: str) -> str:
+    return f".{final_name}.irforge-{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(4)}.{kind}"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"  # a zombie has exited
+    except FileNotFoundError:
+        return False
+    except OSError:  # no /proc: ask the kernel (a zombie then counts as alive: kept, never wrongly removed)
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            pass
+        return True
+
+
+def stale_owner(path: Path) -> re.Match | None:
+    """The name's parts when `path` is an irforge temporary of a process that is gone. A name of
+    another host is never stale here: its pid says nothing on this machine (shared filesystems)."""
+    match = TEMPORARY.match(path.name)
+    if match is None or match["host"] != socket.gethostname() or _alive(int(match["pid"])):
+        return None
+    return match
+
+
+def remove_stale_temporaries(folder: Path, final_name: str | None = None) -> list[Path]:
+    """Delete the temporaries killed writers left in `folder` (only those for `final_name` when
+    given); the paths removed. An `.old` folder is a set moved aside by a swap that was killed
+    before the new set took its place: it goes back, as the swap never happened."""
+    removed = []
+    folder = Path(folder)
+    if not folder.is_dir():
+        return removed
+    for path in folder.iterdir():
+        match = stale_owner(path)
+        if match is None or (final_name is not None and match["name"] != final_name):
+            continue
+        final = folder / match["name"]
+        if match["kind"] == "old" and not final.exists():
+            os.rename(path, final)
+            continue
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
+        removed.append(path)
+    return removed
+
 
 class atomic_write:
-    """Context manager: write to a temporary file beside `path`, rename over it on success."""
+    """Context manager: write to a temporary file beside `path`, rename over it on success.
+
+    The file is created with mode 0666 less the umask, as open() would create it (mkstemp's
+    0600 made every result private to its writer)."""
 
     def __init__(self, path: str | Path, mode: str = "w"):
         self.path = Path(path)
@@ -18,7 +84,13 @@ class atomic_write:
 
     def __enter__(self):
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, self.tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent)
+        while True:
+            self.tmp = self.path.parent / temporary_name(self.path.name, "tmp")
+            try:
+                fd = os.open(self.tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+                break
+            except FileExistsError:  # 32 random bits taken: draw again
+                continue
         self.handle = os.fdopen(fd, self.mode, encoding=None if "b" in self.mode else "utf-8")
         return self.handle
 

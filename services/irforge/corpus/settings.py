@@ -4,6 +4,14 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from irforge.common.checks import check_range
+
+# Sensible ranges, checked wherever settings enter (flags, job specs, qc reranker specs): k1 past
+# 10 no longer saturates anything (Anserini/Pyserini sweeps stay below 3), and 1e16 or inf gave
+# broken index names or every score 0 without a word.
+K1_RANGE = (0.0, 10.0)
+B_RANGE = (0.0, 1.0)
+
 
 @dataclass(frozen=True)
 class Bm25Settings:
@@ -12,10 +20,8 @@ class Bm25Settings:
     b: float = 0.4
 
     def __post_init__(self):
-        if not self.k1 >= 0:
-            raise ValueError(f"BM25 k1 must be >= 0, got {self.k1}")
-        if not 0 <= self.b <= 1:
-            raise ValueError(f"BM25 b must be within 0..1, got {self.b}")
+        check_range("BM25 k1", self.k1, *K1_RANGE)
+        check_range("BM25 b", self.b, *B_RANGE)
 
     def as_dict(self) -> dict:
         return asdict(self)

@@ -31,6 +31,9 @@ NON_NUMERIC = frozenset({"runid", "relstring"})
 # trec_eval measures whose parameters pytrec_eval mishandles: a gain map for ndcg aborts the
 # process, and parameterised utility or 11pt_avg silently give 0 or fail. Refused up front.
 PARAMETERS_REFUSED = frozenset({"ndcg", "ndcg_rel", "Rndcg", "utility", "11pt_avg"})
+# trec_eval measures whose parameters are cutoffs: pytrec_eval accepts 0 or 0.5 there, then aborts
+# the whole process with a C assertion when it evaluates.
+CUTOFF_PARAMETERS = frozenset({"P", "recall", "ndcg_cut", "map_cut", "success", "relative_P"})
 
 
 class MeasureError(ValueError):
@@ -141,6 +144,10 @@ def _parse_trec_measure(name: str) -> list[MeasureRequest]:
         return []
     if parameters and base in PARAMETERS_REFUSED:
         raise MeasureError(f"measure {name!r}: parameters for {base} are not supported (pytrec_eval mishandles them); use {base} without parameters")
+    if parameters and base in CUTOFF_PARAMETERS:
+        for cutoff in parameters.split(","):  # trec_eval truncates 23.4 to 23, and 0.5 to the 0 that aborts
+            if not re.fullmatch(r"[0-9]+(\.[0-9]*)?", cutoff) or float(cutoff) < 1:
+                raise MeasureError(f"measure {name!r}: cutoffs must be numbers of at least 1, got {cutoff!r}")
     try:  # let trec_eval's own parser validate the parameters
         pytrec_eval.RelevanceEvaluator({"q": {"d": 1}}, {name})
     except ValueError as error:

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import grpc
 
-from irforge.common.files import atomic_write
 from irforge.common.grpc_errors import ServiceUnavailable, raise_from_rpc
 from irforge.common.grpc_server import open_channel
+from irforge.common.output_set import OutputSet
 from irforge.orchestrator import protocol
 from irforge.orchestrator.errors import JobNotFound, JobSpecError, ResultsNotReady
 from irforge.orchestrator.spec import JobSpec
@@ -94,26 +94,28 @@ class OrchestratorClient:
                 pause = min(pause * 2, 5.0)
 
     def results(self, job_id: str, out_dir: Path) -> list[Path]:
-        """Write the job's results.json and run.trec into out_dir (each atomically)."""
+        """Write the job's results.json and run.trec (and judged layer) into out_dir as one set,
+        as `irforge eval --out` does: a broken stream leaves out_dir as it was."""
         out_dir = Path(out_dir)
-        written, writer, current = [], None, None
-        try:
-            for chunk in self._stub.GetResults(orchestrator_pb2.JobRef(job_id=job_id), timeout=self.timeout):
-                if chunk.name != current:
-                    current = chunk.name
-                    writer = atomic_write(out_dir / Path(chunk.name).name, "wb")
-                    handle = writer.__enter__()
-                handle.write(chunk.data)
-                if chunk.last:
-                    writer.__exit__(None, None, None)
-                    written.append(out_dir / current)
-                    writer = None
-        except grpc.RpcError as error:
-            _rebuild(error, self.address)
-        finally:
-            if writer is not None:  # the stream broke inside a file: drop its temporary copy
-                writer.__exit__(RuntimeError, None, None)
-        return written
+        names, handle = [], None
+        with OutputSet(out_dir) as staging:
+            try:
+                for chunk in self._stub.GetResults(orchestrator_pb2.JobRef(job_id=job_id), timeout=self.timeout):
+                    if handle is None:
+                        names.append(Path(chunk.name).name)
+                        handle = open(staging / names[-1], "wb")
+                    handle.write(chunk.data)
+                    if chunk.last:
+                        handle.close()
+                        handle = None
+            except grpc.RpcError as error:
+                _rebuild(error, self.address)
+            finally:
+                if handle is not None:
+                    handle.close()
+            if handle is not None or not names:  # a stream cut short must not become OUT
+                raise ServiceUnavailable(f"{self.address}: the results stream of job {job_id} ended early")
+        return [out_dir / name for name in names]
 
     def close(self) -> None:
         self._channel.close()

@@ -16,11 +16,14 @@ import yaml
 from google.protobuf import json_format
 
 from irforge.common.allowed_roots import OutsideAllowedRoots, enforced
-from irforge.corpus.settings import Bm25Settings
-from irforge.corpus.vectors.base import HnswSettings
+from irforge.common.checks import minimum_problem, range_problem
+from irforge.common.output_set import OutputFolderError, check_output_folder
+from irforge.corpus.settings import B_RANGE, K1_RANGE, Bm25Settings
+from irforge.corpus.vectors.base import HNSW_MINIMUMS, HnswSettings
 from irforge.evaluator.measures import DEFAULT_MEASURES, MeasureError, parse_measures
 from irforge.orchestrator.errors import JobSpecError
 from irforge.pipeline.retrievers import RETRIEVERS
+from irforge.pipeline.retrievers.hybrid import RRF_K_RANGE, weights_problem
 from irforge.v1 import orchestrator_pb2
 
 DEFAULT_RERANK_DEPTH = 100
@@ -78,6 +81,15 @@ class JobSpec:
             bad("fusion.method", f"{self.fusion!r} is not rrf or linear")
         if len(self.fusion_weights) != 2:
             bad("fusion.weights", f"needs two weights (bm25, dense), got {list(self.fusion_weights)}")
+        if weights_problem(self.fusion_weights):
+            bad("fusion.weights", f"must be finite numbers >= 0, not both 0; got {list(self.fusion_weights)}")
+        numbers = [("bm25.k1", range_problem(self.k1, *K1_RANGE)), ("bm25.b", range_problem(self.b, *B_RANGE)),
+                   ("fusion.rrf_k", range_problem(self.rrf_k, *RRF_K_RANGE))]   # the ranges `irforge eval` checks
+        numbers += [(f"dense.{field}", minimum_problem(getattr(self, field), HNSW_MINIMUMS[least]))
+                    for field, least in (("hnsw_m", "m"), ("hnsw_ef_construct", "ef_construct"), ("hnsw_ef", "ef_search"))]
+        for field, problem in numbers:
+            if problem:
+                bad(field, problem)
         if self.reranker_model and self.reranker_endpoint:
             bad("reranker", "give either model or endpoint, not both")
         if self.rerank_depth < 1:
@@ -120,6 +132,11 @@ class JobSpec:
             value = getattr(self, field)
             if value and not Path(value).is_file():
                 raise JobSpecError(f"job spec field {field!r}: no file {value} on the orchestrator's filesystem")
+        if self.output:  # refused now, not when the finished job copies its results there
+            try:
+                check_output_folder(self.output, flag="")
+            except OutputFolderError as error:
+                raise JobSpecError(f"job spec field 'output': {error}") from None
         if allowed_roots:
             with enforced(allowed_roots):
                 self._open_files_inside()

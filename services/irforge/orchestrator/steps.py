@@ -13,10 +13,12 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from irforge.common.allowed_roots import checked
 from irforge.common.files import atomic_write, write_json_atomic
+from irforge.common.output_set import EVAL_SET, OutputSet
 from irforge.corpus.settings import Bm25Settings
 from irforge.data import BeirDataset
 from irforge.data.types import Query, Run
@@ -29,8 +31,8 @@ from irforge.pipeline.retrievers.dense import collection_id_for
 
 INGEST, ENCODE, RETRIEVE, RERANK, JUDGE, EVALUATE = ("ingest_lexical", "encode_vectors", "retrieve", "rerank",
                                                      "judge_holes", "evaluate")
-RESULT_FILES = ("results.json", "run.trec")
-LAYER_FILES = ("qrels.judged.tsv", "qrels.judged.provenance.jsonl")   # only when holes were filled and judged
+RESULT_FILES = EVAL_SET[:2]   # results.json, run.trec
+LAYER_FILES = EVAL_SET[2:]    # qrels.judged.tsv and its provenance: only when holes were filled and judged
 
 
 def result_files(folder: Path) -> list[str]:
@@ -181,8 +183,11 @@ def judge_holes(ctx: StepContext) -> dict:
     report, labelled, _ = HoleFiller(judge, settings, ctx.progress).run(
         Path(spec.dataset), read_run(ctx.job_dir / final["run_file"]), spec.split, run_name=str(out_dir / "run.trec"))
     report["store"] = where
-    write_outputs(out_dir, report, labelled, report_name=None)
-    join_results(out_dir, report)
+    results = json.loads((out_dir / "results.json").read_text(encoding="utf-8"))
+    # One new set: results.json with `holes` and the layer it names appear together; run.trec is carried over.
+    with OutputSet(out_dir, replaces=("results.json", *LAYER_FILES)) as staging:
+        write_outputs(staging, report, labelled, report_name=None)
+        join_results(staging, report, results)
     if spec.output:
         copy_results(out_dir, Path(spec.output))
     return {"holes": report["holes"], "judged": report["judged"], "unparsed": report["unparsed"], "failed": report["failed"],
@@ -210,6 +215,14 @@ def evaluate(ctx: StepContext) -> dict:
     out_dir = ctx.job_dir / "results"
     eval_spec = EvalJobSpec(dataset=Path(spec.dataset), out_dir=out_dir, split=spec.split, top_k=spec.top_k,
                             measures=spec.measures, drop_identical_ids=not spec.keep_identical_ids)
+    with OutputSet(out_dir) as staging:  # as `irforge eval` writes OUT: the old set or the new one, never a mix
+        results = _evaluate_into(ctx, stage, replace(eval_spec, out_dir=staging))
+    if spec.output:
+        copy_results(out_dir, Path(spec.output))
+    return {"metrics": results["metrics"], "results_dir": str(out_dir)}
+
+
+def _evaluate_into(ctx: StepContext, stage: StoredStage, eval_spec: EvalJobSpec) -> dict:
     job = EvalJob(eval_spec, stage, ctx.evaluator(), ctx.mode)
     results = job.evaluate()
     # EvalJob timed only its own evaluation; the job's index and retrieval work ran in earlier steps.
@@ -222,17 +235,16 @@ def evaluate(ctx: StepContext) -> dict:
         "steps_s": {**durations, EVALUATE: job.timings["total_s"]},
     }
     results["job_id"] = ctx.job_id
-    write_json_atomic(out_dir / "results.json", results)
-    if spec.output:
-        copy_results(out_dir, Path(spec.output))
-    return {"metrics": results["metrics"], "results_dir": str(out_dir)}
+    write_json_atomic(eval_spec.out_dir / "results.json", results)
+    return results
 
 
 def copy_results(source: Path, target: Path) -> None:
+    """The job's set into `target` (the spec's output) as one set, like `irforge eval --out`."""
     checked(target, "job spec field 'output':")   # a folder swapped for a link since submission
-    for name in result_files(source):
-        with open(source / name, "rb") as reader, atomic_write(target / name, "wb") as writer:
-            shutil.copyfileobj(reader, writer)
+    with OutputSet(target) as staging:
+        for name in result_files(source):
+            shutil.copyfile(source / name, staging / name)
 
 
 STEPS: dict[str, Callable[[StepContext], dict]] = {

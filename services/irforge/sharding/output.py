@@ -111,7 +111,6 @@ def write_manifest(work_dir: Path, shard: Shard, manifest: dict) -> Path:
                 "written_by": {"host": socket.gethostname(), "pid": os.getpid()},
                 "written_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     with atomic_write(path) as handle:
-        os.fchmod(handle.fileno(), 0o644)  # mkstemp makes it private; the data file beside it is not
         json.dump(manifest, handle, indent=2, ensure_ascii=False)
         handle.write("\n")
         handle.flush()

@@ -19,6 +19,10 @@ class DimensionMismatch(CorpusError):
     """Vectors whose dimension differs from the collection's (e.g. another model's)."""
 
 
+# The least each HNSW parameter can be (Qdrant refuses ef_construct below 4; m 0 or 1 builds no graph).
+HNSW_MINIMUMS = {"m": 2, "ef_construct": 4, "ef_search": 1}
+
+
 @dataclass(frozen=True)
 class HnswSettings:
     m: int = 16

@@ -156,7 +156,7 @@ class QcJob:
         decisions, corrections = resolve(decisions, positives_by_document(splits))
         other_split_queries = {q for name, split_qrels in splits.items() if name != spec.split for q in split_qrels}
 
-        with writer.StagedFolder(spec.out_dir) as staged:
+        with writer.staged_folder(spec.out_dir) as staged:
             files = self._timed("write_s", self._write, dataset, staged, corrections, other_split_queries, splits, decisions)
             self.timings["total_s"] = round(time.perf_counter() - started, 3)
             summary = self._summary(dataset, fingerprint, queries, qrels, hard_negatives, decisions, corrections,

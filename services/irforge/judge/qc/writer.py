@@ -1,7 +1,7 @@
 """Writing the corrected dataset: a complete BEIR folder, all or nothing.
 
-Everything goes to a temporary folder beside OUTDIR, renamed into place at the end: a failure half
-way leaves no half-written OUTDIR (and an earlier OUTDIR untouched). Files are streamed line by line
+Everything goes to a staging folder beside OUTDIR, swapped into place at the end: a failure or a kill
+half way leaves no half-written OUTDIR (and an earlier OUTDIR untouched). Files are streamed line by line
 and lines that QC does not change are copied byte for byte, so a run that changed nothing writes
 exactly the input (gzip inputs come out decompressed).
 """
@@ -10,12 +10,10 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
-import shutil
-import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from irforge.common.output_set import OutputSet
 from irforge.data.errors import DataFormatError
 
 SUMMARY_NAME = "qc_summary.json"
@@ -37,32 +35,10 @@ def check_out_dir(dataset_root: Path, out_dir: Path) -> None:
             raise ValueError(f"--out {out_dir} exists, is not empty and is not an earlier `irforge qc` output: refusing to replace it")
 
 
-class StagedFolder:
-    """Context manager: a temporary folder beside `target` that replaces it on success."""
-
-    def __init__(self, target: Path):
-        self.target = target
-
-    def __enter__(self) -> Path:
-        self.target.parent.mkdir(parents=True, exist_ok=True)
-        self.path = Path(tempfile.mkdtemp(prefix=f".{self.target.name}.qc-", dir=self.target.parent))
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(self.path, 0o777 & ~umask)  # mkdtemp makes it private; the dataset is not
-        return self.path
-
-    def __exit__(self, exc_type, exc, tb):
-        if exc_type is not None:
-            shutil.rmtree(self.path, ignore_errors=True)
-            return False
-        old = None
-        if self.target.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{self.target.name}.old-", dir=self.target.parent))
-            os.replace(self.target, old / "previous")
-        os.replace(self.path, self.target)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
-        return False
+def staged_folder(target: Path) -> OutputSet:
+    """Context manager: a staging folder beside `target` that replaces it whole on success, in one
+    atomic swap, with the same leftover cleaning as every irforge output folder (common/output_set)."""
+    return OutputSet(target, replaces=None)
 
 
 def _raw_lines(path: Path) -> Iterator[bytes]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 
 from irforge.data import BeirDataset
@@ -11,8 +12,17 @@ from irforge.pipeline.retrievers.base import CorpusTracker
 from irforge.ranking import top_k
 
 
-@dataclass(frozen=True)
+# rrf_k: 60 is the published constant; from ~1e15 on 1/(k + rank) no longer tells ranks apart in
+# float64 (every document ties), so refuse far before that; a million is already rank-sum fusion.
+RRF_K_RANGE = (0.0, 1e6)
 
+
+def weights_problem(weights) -> bool:
+    """Fusion weights that mean nothing: not finite, negative (inverting a run), or all zero."""
+    return not all(math.isfinite(w) and w >= 0 for w in weights) or not any(weights)
+
+
+@dataclass(frozen=True)
 class FusionSettings:
     method: str = "rrf"                      # "rrf" | "linear"
     rrf_k: float = 60.0                      # Cormack et al.'s constant
