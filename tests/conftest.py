@@ -3,11 +3,32 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+# Everything the suite writes outside tmp_path goes into one folder of its own, removed when the
+# session ends: pytest's tmp_path folders, tempfile users, Ray's session folders (Ray reads
+# TMPDIR), torch's compile cache, and the user-wide irforge stores (indexes, embedding cache,
+# judgements, thresholds) that commands fall back to, so a run neither reads nor changes the
+# developer's own. Subprocesses inherit all of it. The short prefix keeps Ray's socket paths under
+# the 107-byte limit of AF_UNIX.
+SESSION_TMP = Path(tempfile.mkdtemp(prefix="irf-"))
+os.environ["TMPDIR"] = str(SESSION_TMP)
+tempfile.tempdir = None
+for variable in ("XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME"):
+    os.environ[variable] = str(SESSION_TMP / variable.lower())
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if exitstatus == 0:
+        shutil.rmtree(SESSION_TMP, ignore_errors=True)
+    else:  # keep the evidence of a failed run
+        print(f"\ntest files kept in {SESSION_TMP}")
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED_DATA = Path(os.environ.get("IRFORGE_SHARED_DATA", ROOT.parent / "shared" / "data"))
