@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from irforge.endpoints.errors import EndpointError, EndpointUnavailable, RequestBudgetExhausted
+from irforge.endpoints.keys import no_key_hint
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -152,8 +153,9 @@ class RobustCaller:
     def __init__(self, endpoint: str, *, max_retries: int = 5, backoff_initial_s: float = 0.5,
                  backoff_max_s: float = 30.0, request_budget: int | None = None, breaker_failures: int = 5,
                  secrets: Iterable[str | None] = (), sleep: Callable[[float], None] | None = None,
-                 random: Callable[[], float] = _random.random):
+                 random: Callable[[], float] = _random.random, refusal_hint: str = ""):
         self.endpoint = endpoint            # the host, for messages
+        self.refusal_hint = refusal_hint    # appended to a 401/403 refusal (e.g. "no key was sent")
         self.max_retries = max_retries
         self.backoff_initial_s = backoff_initial_s
         self.backoff_max_s = backoff_max_s
@@ -177,7 +179,8 @@ class RobustCaller:
     def from_spec(cls, spec, **overrides) -> RobustCaller:
         options = dict(max_retries=spec.max_retries, backoff_initial_s=spec.backoff_initial_s,
                        backoff_max_s=spec.backoff_max_s, request_budget=spec.request_budget,
-                       breaker_failures=spec.circuit_breaker_failures)
+                       breaker_failures=spec.circuit_breaker_failures,
+                       refusal_hint=no_key_hint(getattr(spec, "api_key_env", None)))
         options.update(overrides)
         return cls(spec.public()["host"], **options)
 
@@ -207,7 +210,8 @@ class RobustCaller:
                 self._note_failure(what, reason, failure.rate_limited,
                                    counts=failure.retryable and not failure.rate_limited)
                 if not failure.retryable:
-                    raise EndpointError(f"endpoint {self.endpoint} refused {what}: {reason}") from None
+                    hint = f" ({self.refusal_hint})" if self.refusal_hint and reason.startswith(("HTTP 401", "HTTP 403")) else ""
+                    raise EndpointError(f"endpoint {self.endpoint} refused {what}: {reason}{hint}") from None
                 if attempt >= self.max_retries:
                     raise EndpointError(
                         f"endpoint {self.endpoint}: gave up on {what} after {attempt + 1} attempts; last error: {reason}"

@@ -26,6 +26,7 @@ import numpy as np
 
 from irforge.endpoints.calling import RobustCaller
 from irforge.endpoints.errors import EndpointAnswerError, EndpointSpecError
+from irforge.endpoints.keys import openai_auth_headers
 from irforge.endpoints.spec import EndpointSpec
 from irforge.models.encoder import TextRole
 
@@ -48,6 +49,7 @@ class EndpointEncoder:
         self.host = spec.public()["host"]
         key = spec.api_key()
         self.caller = caller or RobustCaller.from_spec(spec, secrets=[key])
+        self._auth = openai_auth_headers(key)
         # max_retries=0: retries belong to RobustCaller (budget, breaker, Retry-After in one place).
         self._client = openai.OpenAI(base_url=spec.url, api_key=key or "none", max_retries=0, timeout=spec.timeout_s)
         self._lock = threading.Lock()
@@ -143,7 +145,7 @@ class EndpointEncoder:
         try:
             response = self._client.embeddings.create(
                 model=spec.model, input=[prefix + text for text in texts], encoding_format="float",
-                extra_body=dict(params) or None, **options,
+                extra_body=dict(params) or None, extra_headers=self._auth, **options,
             )
         except json.JSONDecodeError as error:
             raise self._bad(what, f"the answer is not valid JSON ({error})") from None
