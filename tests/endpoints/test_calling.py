@@ -48,7 +48,8 @@ def test_retries_5xx_timeouts_and_connection_errors_with_capped_exponential_back
     fn = script(status_error(503), httpx.ReadTimeout("slow"), httpx.ConnectError("refused"), status_error(500), "done")
     assert caller.call(fn, what="request 1") == "done"
     assert slept == [0.5, 1.0, 2.0, 4.0]  # random() = 1: the top of each full-jitter window, capped at 4
-    assert caller.counters.as_dict() == {"requests": 5, "retries": 4, "failures": 4, "rate_limited": 0, "backoff_s": 7.5}
+    assert caller.counters.as_dict() == {"requests": 5, "retries": 4, "failures": 4, "rate_limited": 0, "backoff_s": 7.5,
+                                         "timeouts": 1, "splits": 0}
 
 
 def test_full_jitter_draws_from_zero_to_the_window():

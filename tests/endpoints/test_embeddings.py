@@ -90,10 +90,17 @@ def test_5xx_and_timeouts_are_retried(proxy, embeddings_spec, texts, reference):
     proxy.script("500", "503", "timeout:5")
     begun = time.monotonic()
     assert np.array_equal(encoder.encode(texts[:4], QUERY), reference)
-    assert [post.fault for post in proxy.posts] == ["500", "503", "timeout:5", "ok"]
+    # A timed-out request of several texts is sent again as two halves (tests/endpoints/test_slow_endpoints.py).
+    assert [post.fault for post in proxy.posts] == ["500", "503", "timeout:5", "ok", "ok"]
+    assert [len(post.body["input"]) for post in proxy.posts] == [4, 4, 4, 2, 2]
     assert 3.0 <= time.monotonic() - begun < 30  # the timeout fired at 3 s (the proxy held it 5)
     calls = encoder.describe()["calls"]
-    assert (calls["requests"], calls["retries"], calls["failures"]) == (6, 3, 3)
+    assert (calls["requests"], calls["retries"], calls["failures"], calls["timeouts"], calls["splits"]) == (7, 2, 3, 1, 1)
+    # A request of one text that times out is retried as it is.
+    proxy.reset()
+    proxy.script("timeout:5")
+    assert np.array_equal(encoder.encode(texts[:1], QUERY), reference[:1])
+    assert [(post.fault, len(post.body["input"])) for post in proxy.posts] == [("timeout:5", 1), ("ok", 1)]
 
 
 @pytest.mark.parametrize("fault, message", [

@@ -116,7 +116,7 @@ def test_sliding_window_on_45_candidates(server):
     assert order == [f"c{i:02d}" for i in expected]
     assert reranker.counts() == {"windows": 4, "unparseable": 0, "ignored_identifiers": 0, "missing_identifiers": 0,
                                  "prompt_tokens": 400, "completion_tokens": 28, "requests": 4, "retries": 0,
-                                 "failures": 0, "rate_limited": 0, "backoff_s": 0.0}
+                                 "failures": 0, "rate_limited": 0, "backoff_s": 0.0, "timeouts": 0, "splits": 0}
 
 
 def test_the_prompt_is_rankgpts(server):

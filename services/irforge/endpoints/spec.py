@@ -42,7 +42,7 @@ class EndpointSpec:
     dimensions: int | None = None          # openai-embeddings: ask for (and expect) this dimension
     batch_size: int = 64                   # texts per embeddings request / documents per rerank request
     max_concurrency: int = 4               # requests in flight
-    timeout_s: float = 60.0                # per request
+    timeout_s: float = 60.0                # per request at least; scaled to the work in flight once measured
     max_retries: int = 5                   # per request, on 429 / 5xx / timeouts
     backoff_initial_s: float = 0.5         # exponential backoff with full jitter, capped below
     backoff_max_s: float = 30.0

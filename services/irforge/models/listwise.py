@@ -108,7 +108,7 @@ class ListwiseLLMReranker:
         self._lock = threading.Lock()
         self._counts = {"windows": 0, "unparseable": 0, "ignored_identifiers": 0, "missing_identifiers": 0,
                         "prompt_tokens": 0, "completion_tokens": 0}
-        self.caller = caller or RobustCaller(self.host, max_retries=retries, secrets=[api_key],
+        self.caller = caller or RobustCaller(self.host, max_retries=retries, secrets=[api_key], timeout_s=timeout,
                                              refusal_hint=no_key_hint(api_key_env))
         # max_retries=0: retries belong to RobustCaller (budget, breaker, Retry-After in one place).
         self._client = openai.OpenAI(base_url=url, api_key=api_key or "none", max_retries=0, timeout=timeout)  # placeholder; not sent
