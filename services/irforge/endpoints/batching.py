@@ -53,7 +53,8 @@ def map_batches(caller: RobustCaller, fn: Callable[[int, int, str, float], R], c
             while len(running) < limit and state.left():
                 start, end = state.next(None if measured else FIRST_BATCH)
                 name = what(state.sent, state.sent + state.left(), start, end)
-                future = pool.submit(caller.call, functools.partial(fn, start, end, name), what=name, cancel=cancel, units=end - start, split_on_timeout=end - start > 1)
+                future = pool.submit(caller.call, functools.partial(fn, start, end, name), what=name, cancel=cancel,
+                                     units=end - start, split_on_timeout=end - start > 1)
                 running[future] = (start, end)
             done, _ = wait(running, return_when=FIRST_COMPLETED)
             for future in sorted(done, key=lambda f: running[f]):

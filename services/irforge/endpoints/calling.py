@@ -212,8 +212,10 @@ class RobustCaller:
 
     @classmethod
     def from_spec(cls, spec, **overrides) -> RobustCaller:
-        settings = {name: getattr(spec, name) for name in ("timeout_s", "batch_size", "max_concurrency")
-                    if hasattr(spec, name)}
+        # The settings a timeout message names: search endpoints send one query a request.
+        names = ("timeout_s", "max_concurrency") if getattr(spec, "kind", "").startswith("search-") else \
+            ("timeout_s", "batch_size", "max_concurrency")
+        settings = {name: getattr(spec, name) for name in names if hasattr(spec, name)}
         options = dict(max_retries=spec.max_retries, backoff_initial_s=spec.backoff_initial_s,
                        backoff_max_s=spec.backoff_max_s, request_budget=spec.request_budget,
                        breaker_failures=spec.circuit_breaker_failures, timeout_s=spec.timeout_s,
@@ -265,7 +267,8 @@ class RobustCaller:
                 self._note_failure(what, reason, failure.rate_limited,
                                    counts=failure.retryable and not failure.rate_limited, timeout=failure.timeout)
                 if not failure.retryable:
-                    hint = f" ({self.refusal_hint})" if self.refusal_hint and reason.startswith(("HTTP 401", "HTTP 403")) else ""
+                    unauthorised = reason.startswith(("HTTP 401", "HTTP 403"))
+                    hint = f" ({self.refusal_hint})" if self.refusal_hint and unauthorised else ""
                     raise EndpointError(f"endpoint {self.endpoint} refused {what}: {reason}{hint}") from None
                 if attempt >= self.max_retries:
                     raise EndpointError(
@@ -321,7 +324,8 @@ class RobustCaller:
                 return
             self._consecutive += 1
             if self._consecutive >= self.breaker_failures and self._open_reason is None:
-                advice = (self.timeout_advice() + "; or raise `circuit_breaker_failures`" if timeout and self.timeout_advice()
+                slow = self.timeout_advice() if timeout else ""
+                advice = (slow + "; or raise `circuit_breaker_failures`" if slow
                           else "Check that it is up and reachable, or raise `circuit_breaker_failures`")
                 self._open_reason = (
                     f"endpoint {self.endpoint} {'answers too slowly or not at all' if timeout else 'looks down'}: "
