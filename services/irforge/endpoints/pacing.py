@@ -10,7 +10,9 @@ So the timeout scales with the work: every answered request gives the seconds th
 per unit (text, document) of all the work it had in flight when the request was sent — for a
 server that queues requests, that is how long a new request really waits. A request is given
 MARGIN times the slowest recent figure for the work in flight with it, and never less than the
-spec's `timeout_s`. Before any answer (nothing measured yet), `timeout_s` alone applies.
+spec's `timeout_s`, nor more than CEILING_S (or `timeout_s` when larger): a server that hangs
+after answering is not waited on for half an hour, and a request that long is better split
+(batching.map_batches halves it). Before any answer (nothing measured yet), `timeout_s` applies.
 A timeout is not fed back in: a hung server would otherwise be given ever longer timeouts.
 """
 
@@ -23,6 +25,7 @@ from dataclasses import dataclass
 
 MARGIN = 3.0     # a request may be this many times slower than the slowest recent one
 WINDOW = 16      # answered requests remembered
+CEILING_S = 600.0
 
 
 @dataclass(frozen=True)
@@ -52,7 +55,8 @@ class Pace:
             load = self._in_flight
             timeout = self.floor_s
             if self._seconds_per_unit:
-                timeout = max(timeout, MARGIN * max(self._seconds_per_unit) * load)
+                scaled = min(MARGIN * max(self._seconds_per_unit) * load, CEILING_S)
+                timeout = max(timeout, scaled)
         return Ticket(units, load, timeout, self._clock())
 
     def answered(self, ticket: Ticket) -> None:
