@@ -55,8 +55,6 @@ def test_search_grpc_endpoint_scores_like_the_same_retriever_in_process(team_ret
 
 @pytest.mark.parametrize(("spec_fields", "flags", "message"), [
     ({"kind": "rerank-http", "url": "http://127.0.0.1:9/v1"}, [], "pass it with --reranker-endpoint"),
-    ({"kind": "search-http", "url": "http://127.0.0.1:9/search", "api_key_env": "IRFORGE_UNSET_VARIABLE"}, [],
-     "environment variable IRFORGE_UNSET_VARIABLE is not set"),
     ({"kind": "search-grpc", "url": "127.0.0.1:9", "bogus": 1}, [], "unknown key(s) bogus"),
     ({"kind": "search-grpc", "url": "127.0.0.1:9"}, ["--endpoint-max-concurrency", "0"], "max_concurrency must be at least 1"),
 ])

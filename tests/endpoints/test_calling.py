@@ -48,7 +48,8 @@ def test_retries_5xx_timeouts_and_connection_errors_with_capped_exponential_back
     fn = script(status_error(503), httpx.ReadTimeout("slow"), httpx.ConnectError("refused"), status_error(500), "done")
     assert caller.call(fn, what="request 1") == "done"
     assert slept == [0.5, 1.0, 2.0, 4.0]  # random() = 1: the top of each full-jitter window, capped at 4
-    assert caller.counters.as_dict() == {"requests": 5, "retries": 4, "failures": 4, "rate_limited": 0, "backoff_s": 7.5}
+    assert caller.counters.as_dict() == {"requests": 5, "retries": 4, "failures": 4, "rate_limited": 0, "backoff_s": 7.5,
+                                         "timeouts": 1, "splits": 0}
 
 
 def test_full_jitter_draws_from_zero_to_the_window():
@@ -206,3 +207,21 @@ def test_endpoint_errors_cross_grpc_with_their_type(error):
     with pytest.raises(type(error), match=str(error)) as rebuilt:
         raise_from_rpc(Status(), "127.0.0.1:1")
     assert type(rebuilt.value) is type(error)
+
+
+@pytest.mark.parametrize("data, named, left_out", [
+    ({"kind": "openai-embeddings", "url": "http://127.0.0.1:9/v1", "model": "m", "timeout_s": 30, "batch_size": 16},
+     ["`timeout_s` (now 30;", "`batch_size` (now 16)", "`max_concurrency` (now 4)"], []),
+    ({"kind": "search-http", "url": "http://127.0.0.1:9/search", "max_concurrency": 8},
+     ["`timeout_s` (now 60;", "`max_concurrency` (now 8)"], ["batch_size"]),   # one query a request
+    ({"kind": "openai-chat", "url": "http://127.0.0.1:9/v1", "model": "judge", "timeout_s": 5},
+     ["`timeout_s` (now 5;", "`max_concurrency` (now 4)"], ["batch_size"]),    # the judge's spec
+], ids=["embeddings", "search", "judge"])
+def test_timeout_advice_names_each_kinds_settings_with_their_values(data, named, left_out):
+    from irforge.endpoints.spec import EndpointSpec
+    from irforge.judge.spec import JudgeSpec
+
+    spec = (JudgeSpec if data["kind"] == "openai-chat" else EndpointSpec).from_dict(data)
+    advice = RobustCaller.from_spec(spec).timeout_advice()
+    assert advice.startswith("The endpoint answers too slowly for these settings: raise `timeout_s`")
+    assert all(text in advice for text in named) and not any(text in advice for text in left_out)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import logging
 import time
 
 import numpy as np
@@ -18,8 +19,9 @@ from irforge.corpus.core import CorpusService
 from irforge.corpus.lexical import make_backend
 from irforge.corpus.vectors import make_vector_backend
 from irforge.data import BeirDataset
+from irforge.endpoints import keys
 from irforge.endpoints.embeddings import EndpointEncoder
-from irforge.endpoints.errors import (EndpointAnswerError, EndpointError, EndpointSpecError, EndpointUnavailable,
+from irforge.endpoints.errors import (EndpointAnswerError, EndpointError, EndpointUnavailable,
                                       RequestBudgetExhausted)
 from irforge.models.cache import EmbeddingCache
 from irforge.models.encoder import TextRole
@@ -88,10 +90,17 @@ def test_5xx_and_timeouts_are_retried(proxy, embeddings_spec, texts, reference):
     proxy.script("500", "503", "timeout:5")
     begun = time.monotonic()
     assert np.array_equal(encoder.encode(texts[:4], QUERY), reference)
-    assert [post.fault for post in proxy.posts] == ["500", "503", "timeout:5", "ok"]
+    # A timed-out request of several texts is sent again as two halves (tests/endpoints/test_slow_endpoints.py).
+    assert [post.fault for post in proxy.posts] == ["500", "503", "timeout:5", "ok", "ok"]
+    assert [len(post.body["input"]) for post in proxy.posts] == [4, 4, 4, 2, 2]
     assert 3.0 <= time.monotonic() - begun < 30  # the timeout fired at 3 s (the proxy held it 5)
     calls = encoder.describe()["calls"]
-    assert (calls["requests"], calls["retries"], calls["failures"]) == (6, 3, 3)
+    assert (calls["requests"], calls["retries"], calls["failures"], calls["timeouts"], calls["splits"]) == (7, 2, 3, 1, 1)
+    # A request of one text that times out is retried as it is.
+    proxy.reset()
+    proxy.script("timeout:5")
+    assert np.array_equal(encoder.encode(texts[:1], QUERY), reference[:1])
+    assert [(post.fault, len(post.body["input"])) for post in proxy.posts] == [("timeout:5", 1), ("ok", 1)]
 
 
 @pytest.mark.parametrize("fault, message", [
@@ -174,10 +183,23 @@ def test_the_api_key_is_sent_but_never_recorded_or_shown(proxy, embeddings_spec,
     assert all(fake_key not in text for text in shown)
 
 
-def test_a_named_but_unset_key_variable_is_an_error(embeddings_spec, monkeypatch):
+def test_an_unset_key_variable_sends_no_key_and_says_so_once(proxy, embeddings_spec, texts, reference, monkeypatch,
+                                                             caplog):
+    # `api_key_env` is optional and so is its variable: a local server needs no key.
     monkeypatch.delenv("IRFORGE_TEST_ENDPOINT_KEY", raising=False)
-    with pytest.raises(EndpointSpecError, match="environment variable IRFORGE_TEST_ENDPOINT_KEY is not set"):
-        EndpointEncoder(embeddings_spec(api_key_env="IRFORGE_TEST_ENDPOINT_KEY"))
+    monkeypatch.setattr(keys, "_told", set())
+    with caplog.at_level(logging.WARNING, logger="irforge.endpoints"):
+        for _ in range(2):
+            encoder = probed(embeddings_spec(proxy.url, api_key_env="IRFORGE_TEST_ENDPOINT_KEY"))
+            assert np.array_equal(encoder.encode(texts[:4], QUERY), reference)
+    assert len(proxy.posts) == 6 and all(post.authorization is None for post in proxy.posts)  # no "Bearer none"
+    said = [r.getMessage() for r in caplog.records if "IRFORGE_TEST_ENDPOINT_KEY" in r.getMessage()]
+    assert said == ["test spec: environment variable IRFORGE_TEST_ENDPOINT_KEY (`api_key_env`) is not set: "
+                    "sending requests without a key"]
+    # Where the key matters, the refusal says why none was sent.
+    proxy.script("echo-auth")
+    with pytest.raises(EndpointError, match=r"HTTP 401.*\(no key was sent: IRFORGE_TEST_ENDPOINT_KEY \(`api_key_env`\) is not set\)"):
+        encoder.encode(texts[4:6], QUERY)
 
 
 # --- an interrupted endpoint evaluation resumes from the embedding cache ---------------------

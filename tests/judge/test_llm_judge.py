@@ -272,12 +272,20 @@ def test_a_key_echoed_in_an_answer_is_redacted(make_judge, scripted_chat, scifac
     assert fake_key not in judgement.raw_output + judgement.error and "***" in judgement.raw_output
 
 
-def test_an_unset_key_variable_is_a_spec_error(llm_spec_data, monkeypatch):
-    from irforge.judge.errors import JudgeSpecError
+def test_an_unset_key_variable_sends_no_key_as_endpoints_do(make_judge, scripted_chat, scifact_pairs, monkeypatch,
+                                                            caplog):
+    from irforge.endpoints import keys
 
     monkeypatch.delenv("IRFORGE_TEST_JUDGE_KEY")
-    with pytest.raises(JudgeSpecError, match="IRFORGE_TEST_JUDGE_KEY"):
-        OpenAIChatJudge(JudgeSpec.from_dict(llm_spec_data()))
+    monkeypatch.setattr(keys, "_told", set())
+    with caplog.at_level(logging.WARNING, logger="irforge.endpoints"):
+        judgements = make_judge(max_concurrency=1).judge(pairs_of(scifact_pairs, 2))
+        make_judge()
+    assert all(j.is_label for j in judgements)
+    assert [r.authorization for r in scripted_chat.chat_requests] == [None, None]  # no header at all
+    assert [r.getMessage() for r in caplog.records if "IRFORGE_TEST_JUDGE_KEY" in r.getMessage()] == [
+        "test judge spec: environment variable IRFORGE_TEST_JUDGE_KEY (`api_key_env`) is not set: "
+        "sending requests without a key"]
 
 
 def test_an_empty_batch_sends_nothing(make_judge, scripted_chat):

@@ -100,7 +100,7 @@ def test_missing_model_fails_fast_with_model_not_found(app):
     started = time.monotonic()
     with pytest.raises(ModelNotFound, match="model path /nonexistent/models/minilm does not exist"):
         start_encoder_app(EncoderSpec("/nonexistent/models/minilm"), name="missing")
-    with pytest.raises(ModelNotFound, match="'nobody/no-such-model' is not a local folder, a packaged model"):
+    with pytest.raises(ModelNotFound, match="'nobody/no-such-model' is not in the local cache"):
         start_encoder_app(EncoderSpec("nobody/no-such-model"), name="missing")
     assert time.monotonic() - started < 5
     assert "missing" not in ray.serve.status().applications

@@ -17,6 +17,11 @@ Every endpoint kind (embeddings, search, rerank) goes through one RobustCaller p
   endpoint is alive) open the breaker: the run stops with EndpointUnavailable naming the host and
   the last error, and no further request is sent. Counting attempts, not exhausted requests, is
   what makes a dead endpoint fail in seconds instead of after every request's full retry ladder.
+- with `units` (the request's work, e.g. its texts) the request gets a timeout scaled to the work
+  in flight (pacing.Pace), and a timeout of a request that can be split (`split_on_timeout`)
+  raises TimedOut without counting against the breaker: batching.map_batches then sends the
+  work in halves. A slow server is given smaller requests and longer waits, never declared dead
+  for answering slowly. A timeout message names the settings that help, with their values.
 
 Messages never carry the API key: every text taken from the endpoint passes through `redact`.
 """
@@ -35,6 +40,8 @@ from typing import TypeVar
 
 from irforge.common.redact import redact_text
 from irforge.endpoints.errors import EndpointError, EndpointUnavailable, RequestBudgetExhausted
+from irforge.endpoints.keys import no_key_hint
+from irforge.endpoints.pacing import MARGIN, Pace
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -60,6 +67,7 @@ class Failure:
     reason: str                     # e.g. "HTTP 503: overloaded", "timeout", "connection refused"
     retry_after: float | None = None
     rate_limited: bool = False      # 429 / RESOURCE_EXHAUSTED: retried, never trips the breaker
+    timeout: bool = False           # no answer in time: the request may only be too big or too queued
 
 
 def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
@@ -129,11 +137,12 @@ def classify(error: BaseException) -> Failure | None:
         name = getattr(code(), "name", str(code()))
         details = error.details() or ""
         reason = f"gRPC {name}: {_short(details)}" + _GRPC_TLS_HINTS.get(_tls_symptom(details), "")
-        return Failure(name in RETRYABLE_GRPC, reason, rate_limited=name == "RESOURCE_EXHAUSTED")
+        return Failure(name in RETRYABLE_GRPC, reason, rate_limited=name == "RESOURCE_EXHAUSTED",
+                       timeout=name == "DEADLINE_EXCEEDED")
     if isinstance(error, _transport_errors()):  # timeouts, refused or reset connections
         cause = error.__cause__ or error.__context__  # openai's "Connection error." hides the why
         detail = f"{error} ({type(cause).__name__}: {cause})" if cause is not None else str(error)
-        return Failure(True, f"{type(error).__name__}: {_short(detail)}")
+        return Failure(True, f"{type(error).__name__}: {_short(detail)}", timeout=isinstance(error, _timeout_errors()))
     return None
 
 
@@ -153,6 +162,23 @@ def _tls_symptom(details: str) -> str:
     return "closed" if "socket closed" in lowered else ""
 
 
+def _seconds(value: float) -> str:
+    return f"{value:.0f}" if value >= 10 else f"{value:.1f}"
+
+
+@functools.cache
+def _timeout_errors() -> tuple[type[BaseException], ...]:
+    import httpx
+    import openai
+
+    return (TimeoutError, httpx.TimeoutException, openai.APITimeoutError)
+
+
+class TimedOut(EndpointError):
+    """A splittable request got no answer in time (not counted against the breaker): send its
+    work in smaller requests."""
+
+
 @dataclass
 class CallCounters:
     requests: int = 0        # attempts sent
@@ -160,18 +186,29 @@ class CallCounters:
     failures: int = 0        # attempts that failed (retryable or not)
     rate_limited: int = 0    # 429 / RESOURCE_EXHAUSTED answers among the failures
     backoff_s: float = 0.0   # time spent waiting between attempts
+    timeouts: int = 0        # attempts with no answer in time, among the failures
+    splits: int = 0          # timed-out requests sent again as two halves (batching.map_batches)
 
     def as_dict(self) -> dict:
         return {"requests": self.requests, "retries": self.retries, "failures": self.failures,
-                "rate_limited": self.rate_limited, "backoff_s": round(self.backoff_s, 3)}
+                "rate_limited": self.rate_limited, "backoff_s": round(self.backoff_s, 3),
+                "timeouts": self.timeouts, "splits": self.splits}
 
 
 class RobustCaller:
     def __init__(self, endpoint: str, *, max_retries: int = 5, backoff_initial_s: float = 0.5,
                  backoff_max_s: float = 30.0, request_budget: int | None = None, breaker_failures: int = 5,
                  secrets: Iterable[str | None] = (), sleep: Callable[[float], None] | None = None,
-                 random: Callable[[], float] = _random.random):
+                 random: Callable[[], float] = _random.random, timeout_s: float | None = None,
+                 settings: dict[str, object] | None = None, refusal_hint: str = ""):
         self.endpoint = endpoint            # the host, for messages
+        # The spec's per-request timeout: the floor of scaled timeouts, and what messages name.
+        self.timeout_s = timeout_s
+        self.pace = Pace(timeout_s or 60.0)
+        # Spec fields a timeout message names with their current values (batching updates
+        # batch_size when it halves it); which exist depends on the spec kind.
+        self.settings = dict(settings or {})
+        self.refusal_hint = refusal_hint    # appended to a 401/403 refusal (e.g. "no key was sent")
         self.max_retries = max_retries
         self.backoff_initial_s = backoff_initial_s
         self.backoff_max_s = backoff_max_s
@@ -193,9 +230,14 @@ class RobustCaller:
 
     @classmethod
     def from_spec(cls, spec, **overrides) -> RobustCaller:
+        # The settings a timeout message names: search endpoints send one query a request.
+        names = ("timeout_s", "max_concurrency") if getattr(spec, "kind", "").startswith("search-") else \
+            ("timeout_s", "batch_size", "max_concurrency")
+        settings = {name: getattr(spec, name) for name in names if hasattr(spec, name)}
         options = dict(max_retries=spec.max_retries, backoff_initial_s=spec.backoff_initial_s,
                        backoff_max_s=spec.backoff_max_s, request_budget=spec.request_budget,
-                       breaker_failures=spec.circuit_breaker_failures)
+                       breaker_failures=spec.circuit_breaker_failures, timeout_s=spec.timeout_s,
+                       settings=settings, refusal_hint=no_key_hint(getattr(spec, "api_key_env", None)))
         options.update(overrides)
         return cls(spec.public()["host"], **options)
 
@@ -206,30 +248,51 @@ class RobustCaller:
         return text
 
     # -- one request ------------------------------------------------------------------------
-    def call(self, fn: Callable[[], T], *, what: str, cancel: threading.Event | None = None) -> T:
+    def call(self, fn: Callable[..., T], *, what: str, cancel: threading.Event | None = None,
+             units: int | None = None, split_on_timeout: bool = False) -> T:
         """fn() with retries. Raises EndpointError (refused / gave up), EndpointUnavailable,
         RequestBudgetExhausted, or fn's own EndpointAnswerError; other exceptions pass through.
-        `cancel` (set by map when another request failed) stops the retry ladder early."""
+        `cancel` (set by map when another request failed) stops the retry ladder early.
+        With `units`, fn takes the timeout in seconds to give this attempt (scaled to the work in
+        flight); with `split_on_timeout` too, a timeout raises TimedOut at once, not retried and
+        not counted against the breaker."""
         attempt = 0
         while True:
             self._spend(what, attempt)
+            ticket = self.pace.start(units) if units is not None else None
             try:
-                result = fn()
+                result = fn(ticket.timeout_s) if ticket is not None else fn()
             except EndpointError:
+                if ticket is not None:
+                    self.pace.abandoned(ticket)
                 self._note_failure(what, "", rate_limited=False, counts=False)
                 raise
             except Exception as error:  # classified below, re-raised when unknown
+                if ticket is not None:
+                    self.pace.abandoned(ticket)
                 failure = classify(error)
                 if failure is None:
                     raise
                 reason = self.redact(failure.reason)
+                if failure.timeout:
+                    waited = ticket.timeout_s if ticket is not None else self.timeout_s
+                    if waited:
+                        reason = f"no answer within {_seconds(waited)} s ({reason})"
+                    with self._lock:
+                        self.counters.timeouts += 1
+                    if split_on_timeout:
+                        self._note_failure(what, reason, False, counts=False)
+                        raise TimedOut(f"endpoint {self.endpoint}: {what}: {reason}") from None
                 self._note_failure(what, reason, failure.rate_limited,
-                                   counts=failure.retryable and not failure.rate_limited)
+                                   counts=failure.retryable and not failure.rate_limited, timeout=failure.timeout)
                 if not failure.retryable:
-                    raise EndpointError(f"endpoint {self.endpoint} refused {what}: {reason}") from None
+                    unauthorised = reason.startswith(("HTTP 401", "HTTP 403"))
+                    hint = f" ({self.refusal_hint})" if self.refusal_hint and unauthorised else ""
+                    raise EndpointError(f"endpoint {self.endpoint} refused {what}: {reason}{hint}") from None
                 if attempt >= self.max_retries:
                     raise EndpointError(
                         f"endpoint {self.endpoint}: gave up on {what} after {attempt + 1} attempts; last error: {reason}"
+                        + (f". {self.timeout_advice()}" if failure.timeout else "")
                     ) from None
                 delay = self._delay(attempt, failure.retry_after, what, reason)
                 with self._lock:
@@ -239,9 +302,24 @@ class RobustCaller:
                     raise _Cancelled(what) from None
                 attempt += 1
                 continue
+            if ticket is not None:
+                self.pace.answered(ticket)
             with self._lock:
                 self._consecutive = 0
             return result
+
+    def timeout_advice(self) -> str:
+        """What to change when requests time out, each setting with its current value."""
+        settings = dict(self.settings)
+        parts = []
+        if "timeout_s" in settings:
+            parts.append(f"raise `timeout_s` (now {settings.pop('timeout_s'):g}; once the endpoint has answered, a "
+                         f"request waits up to {MARGIN:g} times the slowest recent answer for the work in flight)")
+        for name in ("batch_size", "max_concurrency"):
+            if name in settings:
+                parts.append(f"lower `{name}` (now {settings.pop(name)})")
+        return ("The endpoint answers too slowly for these settings: " + ", ".join(parts[:-1])
+                + (" or " if len(parts) > 1 else "") + parts[-1] + " in the spec") if parts else ""
 
     def _spend(self, what: str, attempt: int) -> None:
         with self._lock:
@@ -257,7 +335,7 @@ class RobustCaller:
             if attempt:
                 self.counters.retries += 1
 
-    def _note_failure(self, what: str, reason: str, rate_limited: bool, counts: bool) -> None:
+    def _note_failure(self, what: str, reason: str, rate_limited: bool, counts: bool, timeout: bool = False) -> None:
         with self._lock:
             self.counters.failures += 1
             self.counters.rate_limited += rate_limited
@@ -265,10 +343,13 @@ class RobustCaller:
                 return
             self._consecutive += 1
             if self._consecutive >= self.breaker_failures and self._open_reason is None:
+                slow = self.timeout_advice() if timeout else ""
+                advice = (slow + "; or raise `circuit_breaker_failures`" if slow
+                          else "Check that it is up and reachable, or raise `circuit_breaker_failures`")
                 self._open_reason = (
-                    f"endpoint {self.endpoint} looks down: {self._consecutive} consecutive requests failed "
-                    f"(last: {reason}, during {what}); stopping the run. Check that it is up and reachable, "
-                    f"or raise `circuit_breaker_failures`"
+                    f"endpoint {self.endpoint} {'answers too slowly or not at all' if timeout else 'looks down'}: "
+                    f"{self._consecutive} consecutive requests failed (last: {reason}, during {what}); "
+                    f"stopping the run. {advice}"
                 )
                 self._wake.set()
             opened = self._open_reason
@@ -305,15 +386,24 @@ class RobustCaller:
         finally:
             cancel.set()
             if any(f.done() and not f.cancelled() and f.exception() is not None for f in futures):
-                self._wake.set()  # wake requests sleeping before a retry: the run is stopping
+                self.wake()
             pool.shutdown(wait=True, cancel_futures=True)
-            if self._open_reason is None:
-                self._wake.clear()
+            self.settle()
         errors = [f.exception() for f in futures if not f.cancelled() and f.exception() is not None]
         real = [e for e in errors if not isinstance(e, _Cancelled)]
         if real or errors:
             raise (real or errors)[0]
         return [future.result() for future in futures]
+
+
+    def wake(self) -> None:
+        """Wake requests sleeping before a retry: the run is stopping (they give up)."""
+        self._wake.set()
+
+    def settle(self) -> None:
+        """After a map: later requests sleep their backoff again, unless the breaker is open."""
+        if self._open_reason is None:
+            self._wake.clear()
 
 
 class _Cancelled(EndpointError):

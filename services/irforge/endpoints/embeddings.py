@@ -6,7 +6,9 @@ evaluated exactly like an in-process model: corpus and queries encoded once thro
 vectors stored in the vector backend, exact search, scoring.
 
 Calls go through the official `openai` client (its own retries off: RobustCaller retries, with a
-budget and a circuit breaker) in batches of `batch_size` texts, `max_concurrency` at a time.
+budget and a circuit breaker) in batches of at most `batch_size` texts, `max_concurrency` at a
+time (batching.map_batches: one at a time until the first answer, halved on a timeout, each
+request's timeout scaled to the work in flight; progress moves as each request is answered).
 Every answer is checked before use: as many embeddings as inputs, indices exactly 0..n-1, the
 probe's dimension, finite numbers, no zero vector. A bad answer raises EndpointAnswerError naming
 the request; nothing is ever scored as zero.
@@ -24,8 +26,10 @@ import threading
 
 import numpy as np
 
+from irforge.endpoints.batching import map_batches
 from irforge.endpoints.calling import RobustCaller
 from irforge.endpoints.errors import EndpointAnswerError, EndpointSpecError
+from irforge.endpoints.keys import openai_auth_headers
 from irforge.endpoints.spec import EndpointSpec
 from irforge.models.encoder import TextRole
 
@@ -50,6 +54,7 @@ class EndpointEncoder:
         self.host = spec.public()["host"]
         key = spec.api_key()
         self.caller = caller or RobustCaller.from_spec(spec, secrets=[key])
+        self._auth = openai_auth_headers(key)
         # max_retries=0: retries belong to RobustCaller (budget, breaker, Retry-After in one place).
         self._client = openai.OpenAI(base_url=spec.url, api_key=key or "none", max_retries=0, timeout=spec.timeout_s,
                                      http_client=openai_http_client(spec))
@@ -116,37 +121,44 @@ class EndpointEncoder:
         }
 
     # -- encoding ---------------------------------------------------------------------------
-    def encode(self, texts: list[str], role: TextRole) -> np.ndarray:
-        """float32 (len(texts), dimension), in input order; prefixes and role params added here."""
+    # Callers that pass `progress` (CachedEncoding) see it move per answered request, not per chunk.
+    reports_progress = True
+
+    def encode(self, texts: list[str], role: TextRole, progress=None) -> np.ndarray:
+        """float32 (len(texts), dimension), in input order; prefixes and role params added here.
+        `progress(n)` is called as each request's n texts are answered."""
         role = TextRole(role)
         dimension = self.dimension
         if not texts:
             return np.zeros((0, dimension), dtype=np.float32)
-        size = self.spec.batch_size
-        batches = [texts[start:start + size] for start in range(0, len(texts), size)]
 
-        def what(index: int) -> str:
-            first = " ".join(batches[index][0].split())[:40]
-            return (f"embeddings request {index + 1}/{len(batches)} ({len(batches[index])} {role.value} texts "
-                    f"from {index * size + 1}, first {first!r})")
+        def what(number: int, total: int, start: int, end: int) -> str:
+            first = " ".join(texts[start].split())[:40]
+            return (f"embeddings request {number}/{total} ({end - start} {role.value} texts "
+                    f"from {start + 1}, first {first!r})")
 
-        answers = self.caller.map(lambda index: self._send(batches[index], role, what(index), dimension),
-                                  range(len(batches)), self.spec.max_concurrency, what=what)
+        answers = map_batches(
+            self.caller, lambda start, end, name, timeout: self._send(texts[start:end], role, name, dimension, timeout),
+            len(texts), batch_size=self.spec.batch_size, max_concurrency=self.spec.max_concurrency, what=what,
+            on_answer=progress)
         return np.concatenate(answers)
 
     def _request(self, texts: list[str], role: TextRole, what: str, expected_dimension: int | None) -> np.ndarray:
         return self.caller.call(lambda: self._send(texts, role, what, expected_dimension), what=what)
 
-    def _send(self, texts: list[str], role: TextRole, what: str, expected_dimension: int | None) -> np.ndarray:
+    def _send(self, texts: list[str], role: TextRole, what: str, expected_dimension: int | None,
+              timeout: float | None = None) -> np.ndarray:
         """One POST /embeddings; the checked vectors. Transport errors propagate to the caller."""
         spec = self.spec
         prefix, params = ((spec.query_prefix, spec.query_params) if role == TextRole.QUERY
                           else (spec.passage_prefix, spec.passage_params))
         options = {"dimensions": spec.dimensions} if spec.dimensions is not None else {}
+        if timeout is not None:
+            options["timeout"] = timeout
         try:
             response = self._client.embeddings.create(
                 model=spec.model, input=[prefix + text for text in texts], encoding_format="float",
-                extra_body=dict(params) or None, **options,
+                extra_body=dict(params) or None, extra_headers=self._auth, **options,
             )
         except json.JSONDecodeError as error:
             raise self._bad(what, f"the answer is not valid JSON ({error})") from None

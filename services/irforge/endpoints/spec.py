@@ -3,7 +3,7 @@
     kind: openai-embeddings      # or: search-http, search-grpc, rerank-http, rerank-grpc
     url: http://127.0.0.1:8080/v1
     model: multilingual-e5-small
-    api_key_env: TEAM_API_KEY    # the key itself never appears in files, logs or results
+    api_key_env: TEAM_API_KEY    # optional; unset: no key is sent. The key never appears in files, logs or results
     query_prefix: "query: "
     passage_prefix: "passage: "
     query_params: {input_type: query}
@@ -20,7 +20,6 @@ Command-line flags may override fields (`EndpointSpec.with_overrides`).
 
 from __future__ import annotations
 
-import os
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -32,6 +31,7 @@ from irforge.common.allowed_roots import checked
 from irforge.common.redact import host_of, redact_url
 from irforge.common.tls import spec_file
 from irforge.endpoints.errors import EndpointSpecError
+from irforge.endpoints.keys import key_from_environment
 
 KINDS = ("openai-embeddings", "search-http", "search-grpc", "rerank-http", "rerank-grpc")
 
@@ -49,7 +49,7 @@ class EndpointSpec:
     dimensions: int | None = None          # openai-embeddings: ask for (and expect) this dimension
     batch_size: int = 64                   # texts per embeddings request / documents per rerank request
     max_concurrency: int = 4               # requests in flight
-    timeout_s: float = 60.0                # per request
+    timeout_s: float = 60.0                # per request at least; scaled to the work in flight once measured
     max_retries: int = 5                   # per request, on 429 / 5xx / timeouts
     backoff_initial_s: float = 0.5         # exponential backoff with full jitter, capped below
     backoff_max_s: float = 30.0
@@ -134,13 +134,8 @@ class EndpointSpec:
         return replace(self, **{k: v for k, v in overrides.items() if v is not None})
 
     def api_key(self) -> str | None:
-        """The key from the environment; a named but unset variable is an error, not a silent no-key."""
-        if not self.api_key_env:
-            return None
-        value = os.environ.get(self.api_key_env)
-        if not value:
-            raise EndpointSpecError(f"{self.source or 'endpoint spec'}: environment variable {self.api_key_env} is not set")
-        return value
+        """The key from the environment; None (send no key, said once) when the variable is unset."""
+        return key_from_environment(self.api_key_env, self.source or "endpoint spec")
 
     def public(self) -> dict[str, Any]:
         """What results.json records: everything but secrets (only the variable's name; the URL

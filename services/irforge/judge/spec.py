@@ -3,7 +3,7 @@
     kind: openai-chat                 # required (the only kind so far)
     url: http://127.0.0.1:8000/v1     # the OpenAI-compatible base URL (required)
     model: gpt-4o-mini                # required
-    api_key_env: JUDGE_API_KEY        # the variable's NAME; the key never appears in files, logs or results
+    api_key_env: JUDGE_API_KEY        # optional, the variable's NAME (unset: no key is sent); the key never appears in files, logs or results
     template: prompts/judge.txt       # optional: inline text with {query} and {document}, or a file
                                       # (relative to this spec's folder); default: the AIR-Bench 0-3 prompt
     max_concurrency: 4                # requests in flight
@@ -30,7 +30,6 @@ RobustCaller that calls endpoints governs the judge's retries too.
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -41,6 +40,7 @@ import yaml
 from irforge.common.allowed_roots import checked
 from irforge.common.redact import host_of, redact_url
 from irforge.common.tls import spec_file
+from irforge.endpoints.keys import key_from_environment
 from irforge.judge.errors import JudgeSpecError
 from irforge.judge.template import Template, load_template
 
@@ -154,14 +154,9 @@ class JudgeSpec:
         return cls(**data, source=source)
 
     def api_key(self) -> str | None:
-        """The key from the environment; a named but unset variable is an error, not a silent no-key."""
-        if not self.api_key_env:
-            return None
-        value = os.environ.get(self.api_key_env)
-        if not value:
-            raise JudgeSpecError(f"{self.source or 'judge spec'}: environment variable {self.api_key_env} "
-                                 f"(`api_key_env`) is not set")
-        return value
+        """The key from the environment; None (send no key, said once) when the variable is unset,
+        as for endpoint specs (irforge.endpoints.keys)."""
+        return key_from_environment(self.api_key_env, self.source or "judge spec")
 
     def tls_file(self, name: str) -> Path | None:
         return spec_file(getattr(self, name), source=self.source or "judge spec", name=name, error=JudgeSpecError)

@@ -98,15 +98,13 @@ class CachedEncoding(Iterator[tuple[list[str], np.ndarray]]):
         bar = progress(f"encode {what}", total, "text") if progress is not None else None
         try:
             for chunk in chunked(items, self.batch_size):
-                ids, vectors = self._encode_chunk(chunk)
-                if bar is not None:
-                    bar.update(len(ids))
+                ids, vectors = self._encode_chunk(chunk, bar)
                 yield ids, vectors
         finally:
             if bar is not None:
                 bar.close()
 
-    def _encode_chunk(self, chunk: list[tuple[str, str]]) -> tuple[list[str], np.ndarray]:
+    def _encode_chunk(self, chunk: list[tuple[str, str]], bar=None) -> tuple[list[str], np.ndarray]:
         ids = [item_id for item_id, _ in chunk]
         texts = [text for _, text in chunk]
         hashes = [text_hash(text) for text in texts]
@@ -117,9 +115,13 @@ class CachedEncoding(Iterator[tuple[list[str], np.ndarray]]):
         for key, text in zip(hashes, texts):
             if key not in found and key not in missing:
                 missing[key] = text
+        # An encoder that reports progress (a team endpoint: one request can take a minute) moves
+        # the bar per answered request; the rest of the chunk moves it when the chunk is done.
+        live = bar is not None and bool(missing) and getattr(self.encoder, "reports_progress", False)
         if missing:
             new_keys = list(missing)
-            answer = np.asarray(self.encoder.encode(list(missing.values()), self.role))
+            options = {"progress": bar.update} if live else {}
+            answer = np.asarray(self.encoder.encode(list(missing.values()), self.role, **options))
             check_vectors(answer, len(new_keys), self.dimension, f"encoder {self.encoder_key}")
             answer = answer.astype(np.float32, copy=False)
             self.cache.put_many(self.encoder_key, self.role, new_keys, answer)  # committed before yield
@@ -128,6 +130,9 @@ class CachedEncoding(Iterator[tuple[list[str], np.ndarray]]):
         vectors = np.empty((len(chunk), self.dimension), dtype=np.float32)
         for row, key in enumerate(hashes):
             vectors[row] = found[key]
+        rest = len(chunk) - len(missing) if live else len(chunk)
+        if bar is not None and rest:
+            bar.update(rest)
 
         self.stats.chunks += 1
         self.stats.items += len(chunk)

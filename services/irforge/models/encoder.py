@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from irforge.models.errors import EncodingError, ModelNotFound
-from irforge.models.registry import canonical_name, packaged_model_path
+from irforge.models.registry import canonical_name, check_hub_cache, looks_like_path, packaged_model_path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -66,7 +66,9 @@ def _weights_digest(folder: Path) -> str:
 
 
 def resolve_model(spec: EncoderSpec) -> tuple[str, str, str]:
-    """(what to pass to SentenceTransformer, display name, revision). Raises ModelNotFound."""
+    """(what to pass to SentenceTransformer, display name, revision). Raises ModelNotFound, before
+    anything loads, for a missing folder or a hub model that is not cached while downloads are off.
+    The one resolution of model names (irforge.models.registry) for encoders, rerankers and Ray."""
     path = Path(spec.model).expanduser()
     if path.exists():
         if not path.is_dir():
@@ -75,9 +77,11 @@ def resolve_model(spec: EncoderSpec) -> tuple[str, str, str]:
     packaged = packaged_model_path(spec.model)
     if packaged is not None:
         return str(packaged), canonical_name(spec.model), spec.revision or _weights_digest(packaged)
-    if spec.model.startswith((".", "/", "~")) or os.sep in spec.model and spec.model.count("/") > 1:
+    if looks_like_path(spec.model):
         raise ModelNotFound(f"model path {spec.model} does not exist")
-    return spec.model, spec.model, spec.revision or "hub-default"
+    name = canonical_name(spec.model)
+    check_hub_cache(name, spec.revision)
+    return name, name, spec.revision or "hub-default"
 
 
 class EncoderCore:

@@ -29,7 +29,6 @@ the listwise reranker has the cross-encoder's surface (RerankingRetriever takes 
 
 from __future__ import annotations
 
-import os
 import re
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -37,7 +36,7 @@ import numpy as np
 
 from irforge.common.redact import host_of, redact_url
 from irforge.endpoints.calling import RobustCaller
-from irforge.endpoints.errors import EndpointSpecError
+from irforge.endpoints.keys import key_from_environment, no_key_hint, openai_auth_headers
 
 SYSTEM_PROMPT = ("You are RankGPT, an intelligent assistant that can rank passages based on their relevancy "
                  "to the query.")
@@ -98,9 +97,8 @@ class ListwiseLLMReranker:
             raise ValueError(f"listwise reranking needs window >= 2 and 0 < step <= window, got {window}, {step}")
         if max_concurrency < 1:
             raise ValueError(f"max_concurrency must be at least 1, got {max_concurrency}")
-        api_key = os.environ.get(api_key_env) if api_key_env else "unused"  # the client insists on one
-        if not api_key:
-            raise EndpointSpecError(f"environment variable {api_key_env} is not set")
+        api_key = key_from_environment(api_key_env, "--listwise-api-key-env")
+        self._auth = openai_auth_headers(api_key)
         self.url, self.model = url, model
         self.window, self.step = window, step
         self.max_concurrency = max_concurrency
@@ -109,9 +107,10 @@ class ListwiseLLMReranker:
         self._lock = threading.Lock()
         self._counts = {"windows": 0, "unparseable": 0, "ignored_identifiers": 0, "missing_identifiers": 0,
                         "prompt_tokens": 0, "completion_tokens": 0}
-        self.caller = caller or RobustCaller(self.host, max_retries=retries, secrets=[api_key] if api_key_env else [])
+        self.caller = caller or RobustCaller(self.host, max_retries=retries, secrets=[api_key], timeout_s=timeout,
+                                             refusal_hint=no_key_hint(api_key_env))
         # max_retries=0: retries belong to RobustCaller (budget, breaker, Retry-After in one place).
-        self._client = openai.OpenAI(base_url=url, api_key=api_key, max_retries=0, timeout=timeout)
+        self._client = openai.OpenAI(base_url=url, api_key=api_key or "none", max_retries=0, timeout=timeout)  # placeholder; not sent
 
     @property
     def identity(self) -> dict:
@@ -153,7 +152,8 @@ class ListwiseLLMReranker:
     def _rank_window(self, query: str, passages: list[str], start: int, end: int) -> list[int]:
         messages = build_messages(query, passages)
         completion = self.caller.call(
-            lambda: self._client.chat.completions.create(model=self.model, messages=messages, temperature=0),
+            lambda: self._client.chat.completions.create(model=self.model, messages=messages, temperature=0,
+                                                         extra_headers=self._auth),
             what=f"listwise window [{start},{end}) of query {query[:80]!r} (model {self.model!r})")
         choices = getattr(completion, "choices", None) or []
         answer = choices[0].message.content if choices and choices[0].message else None

@@ -1,13 +1,21 @@
-"""Models that ship inside PyPI packages, so a hub name works with no download (HF_HUB_OFFLINE=1).
+"""Model names: one resolution for every path (in-process, the models service, Ray Serve, rerankers).
 
-Production uses a hub name (from the local hub cache, or a mounted model folder) or a path; on
-machines without a hub, these packaged copies answer to the hub names.
+A model is named by an alias (`all-MiniLM-L6-v2`), a hub name (`sentence-transformers/all-MiniLM-L6-v2`)
+or a folder. Models that ship inside PyPI packages answer to their hub names and aliases with no
+download (HF_HUB_OFFLINE=1); other hub names come from the local hub cache. The name a model is
+known by (`served_name`) is the hub name for aliases and hub names, and the folder's name for a
+folder: the models service serves it under that name, and `find_served` lets a client ask for it
+by any of its names, so `--model all-MiniLM-L6-v2` works in process and on the platform alike.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import os
+from collections.abc import Iterable
 from pathlib import Path
+
+from irforge.models.errors import ModelNotFound
 
 # hub name -> (importable package that carries it, folder inside the package)
 PACKAGED_MODELS = {
@@ -29,5 +37,50 @@ def packaged_model_path(name: str) -> Path | None:
     return path if path.is_dir() else None
 
 
+def looks_like_path(name: str) -> bool:
+    """A folder, not a hub name ("org/model" has one slash)."""
+    return name.startswith((".", "/", "~")) or name.count("/") > 1
+
+
 def canonical_name(name: str) -> str:
+    """The hub name of an alias; any other name unchanged."""
     return ALIASES.get(name, name)
+
+
+def served_name(name: str) -> str:
+    """The name a model is known and served by: the hub name for an alias or hub name, the
+    folder's name for a folder (what EncoderCore.identity["model"] holds)."""
+    if looks_like_path(name) or Path(name).expanduser().is_dir():
+        return Path(name.rstrip("/")).expanduser().name
+    return canonical_name(name)
+
+
+def find_served(requested: str, served: Iterable[str]) -> str | None:
+    """Which of the `served` names `requested` means (itself, or the same served name); None if none."""
+    served = list(served)
+    if requested in served:
+        return requested
+    wanted = served_name(requested)
+    return next((name for name in served if served_name(name) == wanted), None)
+
+
+def downloads_off() -> bool:
+    return os.environ.get("HF_HUB_OFFLINE", "0").strip().lower() not in ("0", "false", "no", "off", "")
+
+
+def check_hub_cache(name: str, revision: str | None) -> None:
+    """Raise ModelNotFound, with what to do, when downloads are off and hub model `name` is not cached."""
+    if not downloads_off():
+        return
+    from huggingface_hub import snapshot_download
+
+    try:
+        snapshot_download(repo_id=name, revision=revision, local_files_only=True)
+    except Exception as error:  # noqa: BLE001 - LocalEntryNotFoundError, HFValidationError, ...
+        revision_flag = f" --revision {revision}" if revision else ""
+        raise ModelNotFound(
+            f"model {name!r} is not in the local cache ({type(error).__name__}; downloads are off: HF_HUB_OFFLINE=1); "
+            f"download it first with `hf download {name}{revision_flag}` where there is network (into the hub "
+            f"cache, ~/.cache/huggingface or $HF_HOME), or pass a folder (--model /path/to/model); models that "
+            f"need no download: {', '.join(sorted(ALIASES))}"
+        ) from None

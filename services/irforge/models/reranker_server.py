@@ -18,6 +18,7 @@ from contextlib import nullcontext
 from irforge.common.grpc_errors import grpc_method
 from irforge.common.grpc_server import RunningServer, ServiceBinding, start_server
 from irforge.models.errors import ModelNotFound
+from irforge.models.registry import find_served
 from irforge.models.reranker import CrossEncoderReranker
 from irforge.v1 import reranker_pb2, reranker_pb2_grpc
 
@@ -47,9 +48,10 @@ class RerankerServicer(reranker_pb2_grpc.RerankerServicer):
             if len(self.rerankers) == 1:
                 return next(iter(self.rerankers))
             raise ValueError(f"this server serves several rerankers; name one of {sorted(self.rerankers)}")
-        if model not in self.rerankers:
+        served = find_served(model, self.rerankers)  # an alias or the hub name, as in process
+        if served is None:
             raise ModelNotFound(f"reranker {model!r} is not served here; served: {sorted(self.rerankers)}")
-        return model
+        return served
 
     @grpc_method
     def Rerank(self, request, context):

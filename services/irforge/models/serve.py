@@ -210,19 +210,9 @@ def _replica_info() -> dict:
 
 
 def validate_spec(spec: EncoderSpec) -> None:
-    """Raise ModelNotFound now, in the driver, for a model the replicas could not load."""
-    source, _, _ = resolve_model(spec)
-    if os.path.isdir(source) or os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("0", "false", ""):
-        return  # a local folder, or downloads allowed: the replica will find it
-    from huggingface_hub import snapshot_download
-
-    try:
-        snapshot_download(repo_id=source, revision=spec.revision, local_files_only=True)
-    except Exception as error:  # noqa: BLE001 - LocalEntryNotFoundError, HFValidationError, ...
-        raise ModelNotFound(
-            f"model {spec.model!r} is not a local folder, a packaged model (e.g. all-MiniLM-L6-v2), "
-            f"or in the local hub cache, and downloads are off (HF_HUB_OFFLINE=1): {type(error).__name__}"
-        ) from None
+    """Raise ModelNotFound now, in the driver, for a model the replicas could not load (the same
+    resolution as in process: a missing folder, or a hub model not cached while downloads are off)."""
+    resolve_model(spec)
 
 
 # -- Ray and Serve on this machine ---------------------------------------------------------------

@@ -38,6 +38,7 @@ from irforge.common.grpc_server import RunningServer, ServiceBinding, start_serv
 from irforge.models import protocol
 from irforge.models.encoder import EncoderCore
 from irforge.models.errors import ModelNotFound
+from irforge.models.registry import find_served
 from irforge.v1 import models_pb2, models_pb2_grpc
 
 SERVICE_NAME = models_pb2.DESCRIPTOR.services_by_name["Encoder"].full_name  # "irforge.v1.Encoder"
@@ -78,9 +79,10 @@ class EncoderServicer(models_pb2_grpc.EncoderServicer):
             if len(self.encoders) == 1:
                 return next(iter(self.encoders))
             raise ValueError(f"this server serves several models; name one of {sorted(self.encoders)}")
-        if model not in self.encoders:
+        served = find_served(model, self.encoders)  # an alias or the hub name, as in process
+        if served is None:
             raise ModelNotFound(f"model {model!r} is not served here; served: {sorted(self.encoders)}")
-        return model
+        return served
 
     @grpc_method
     def Encode(self, request, context):

@@ -35,6 +35,7 @@ output or a log line (RobustCaller.redact).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import math
@@ -48,6 +49,7 @@ import openai
 
 from irforge.common.metrics import JUDGE_CALLS, JUDGE_COST_USD, JUDGE_TOKENS
 from irforge.endpoints.calling import CallCounters, RobustCaller
+from irforge.endpoints.keys import no_key_hint, openai_auth_headers
 from irforge.endpoints.errors import EndpointError, RequestBudgetExhausted
 from irforge.endpoints.tls import openai_http_client
 from irforge.judge.base import Judgement, JudgePair, Progress, Verdict, identity_sha256
@@ -80,6 +82,7 @@ class OpenAIChatJudge:
     def __init__(self, spec: JudgeSpec):
         self.spec = spec
         self._key = spec.api_key()
+        self._auth = openai_auth_headers(self._key)
         # max_retries=0: retries belong to RobustCaller (budget, breaker, Retry-After in one place).
         self._client = openai.OpenAI(base_url=spec.url, api_key=self._key or "none", max_retries=0,
                                      timeout=spec.timeout_s, http_client=openai_http_client(spec, JudgeSpecError))
@@ -194,7 +197,8 @@ class OpenAIChatJudge:
             try:
                 response = self._client.chat.completions.create(
                     model=self.spec.model, messages=messages,
-                    temperature=self.spec.temperature, **{self.spec.token_limit_field: self.spec.max_tokens})
+                    temperature=self.spec.temperature, extra_headers=self._auth,
+                    **{self.spec.token_limit_field: self.spec.max_tokens})
             except json.JSONDecodeError as error:  # a 200 whose body is not JSON: an answer, not a transport failure
                 return _Reply("", f"the answer is not valid JSON ({error})")
             except openai.APIStatusError as error:
@@ -202,7 +206,8 @@ class OpenAIChatJudge:
                     with self._lock:
                         self._refused = self._refused or (
                             f"endpoint {self.spec.host} ({self.spec.model}) refused a request with HTTP "
-                            f"{error.status_code}; check `api_key_env`, `model` and `url` in {self.spec.source or 'the judge spec'}")
+                            f"{error.status_code}; check `api_key_env`, `model` and `url` in {self.spec.source or 'the judge spec'}"
+                            + (f" ({hint})" if (hint := no_key_hint(self.spec.api_key_env)) else ""))
                 raise
         choices = getattr(response, "choices", None)
         text = ""
@@ -257,7 +262,7 @@ class OpenAIChatJudge:
 
     def _add_counters(self, counters: CallCounters) -> None:
         with self._lock:
-            for name in ("requests", "retries", "failures", "rate_limited", "backoff_s"):
+            for name in (field.name for field in dataclasses.fields(counters)):
                 setattr(self.counters, name, getattr(self.counters, name) + getattr(counters, name))
 
 
