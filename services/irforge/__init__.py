@@ -1,3 +1,10 @@
-"""irforge: retrieval evaluation you can trust."""
+"""irforge: retrieval evaluation you can trust.
+
+From Python: `irforge.evaluate(dataset, retriever="bm25")`, `irforge.metrics(qrels, run)`,
+`irforge.judge_holes(dataset, run, depth=10, out=...)` (see irforge.api)."""
 
 __version__ = "0.1.0"
+
+from irforge.api import Results, evaluate, judge_holes, metrics  # noqa: E402  (light: stdlib only until called)
+
+__all__ = ["Results", "__version__", "evaluate", "judge_holes", "metrics"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import io
 import sys
 from contextlib import ExitStack
 from dataclasses import replace
@@ -14,6 +15,7 @@ from irforge.common.redact import redact_text
 from irforge.corpus.settings import Bm25Settings
 from irforge.evaluator.measures import DEFAULT_MEASURES, parse_measures
 from irforge.pipeline.eval_job import EvalJob, EvalJobSpec
+from irforge.results import Results
 from irforge.pipeline.retrievers import RETRIEVERS
 
 
@@ -60,7 +62,24 @@ def add_parser(subparsers) -> None:
     parser.set_defaults(handler=run_eval)
 
 
+class UsageError(ValueError):
+    """Bad flags or inputs, found before any work: the command says so and exits 2."""
+
+
 def run_eval(args: argparse.Namespace) -> int:
+    try:
+        _, status = evaluate(args, sys.stdout)
+    except (UsageError, OutputFolderError) as error:
+        print(f"irforge eval: error: {redact_text(str(error))}", file=sys.stderr)
+        return 2
+    return status
+
+
+def evaluate(args: argparse.Namespace, out) -> tuple[Results, int]:
+    """All of `irforge eval` but the exit: check the flags (UsageError before any work), index,
+    retrieve, evaluate, write OUT as one set, print the table on `out` (None: print nothing).
+    Returns the results as written to OUT/results.json and the exit status (1 when --fill-holes
+    left holes unjudged). `irforge.evaluate` calls this too, so the CLI and Python share one path."""
     try:
         spec = EvalJobSpec(
             dataset=args.dataset, out_dir=args.out, split=args.split, top_k=args.top_k,
@@ -76,27 +95,24 @@ def run_eval(args: argparse.Namespace) -> int:
         check_output_folder(args.out)  # not after the whole run, when the files cannot be written
         check_outside(args.out, {flag: getattr(args, flag[2:].replace("-", "_"), None) for flag in STORES})
     except ValueError as error:
-        print(f"irforge eval: error: {redact_text(str(error))}", file=sys.stderr)
-        return 2
+        raise UsageError(str(error)) from None
+    out = out if out is not None else io.StringIO()
     with ExitStack() as stack:
         try:
             retriever, evaluator, mode = build.build_pipeline(args, settings, stack)
         except ValueError as error:  # flag combinations, endpoint specs: before any work
-            print(f"irforge eval: error: {redact_text(str(error))}", file=sys.stderr)
-            return 2
+            raise UsageError(str(error)) from None
         # Everything OUT gets (with --fill-holes, the judged layer too) is written as one set: a
         # kill at any moment leaves the earlier set or this one, never results of one beside a run of the other.
-        try:
-            with OutputSet(args.out) as staging:
-                staged = replace(spec, out_dir=staging)
-                results = EvalJob(staged, retriever, evaluator, mode).run()
-                print_table(results, sys.stdout)
-                if fill_holes is not None:
-                    return judge_cmd.fill_holes_after_eval(args, staged, results, run_name=str(args.out / results["files"]["run"]))
-        except OutputFolderError as error:  # OUT changed while the run worked (checked before it started)
-            print(f"irforge eval: error: {error}", file=sys.stderr)
-            return 2
-    return 0
+        status = 0
+        with OutputSet(args.out) as staging:
+            staged = replace(spec, out_dir=staging)
+            results = Results(EvalJob(staged, retriever, evaluator, mode).run(), folder=Path(args.out))
+            print_table(results, out)
+            if fill_holes is not None:
+                status = judge_cmd.fill_holes_after_eval(args, staged, results, run_name=str(args.out / results["files"]["run"]),
+                                                         out=out)
+    return results, status
 
 
 def _describe_retriever(retriever: dict) -> str:

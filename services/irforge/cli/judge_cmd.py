@@ -128,23 +128,32 @@ def print_holes(report: dict, out=None) -> None:
 
 
 def run_holes(args: argparse.Namespace) -> int:
-    from irforge.judge.holes import JUDGED_QRELS, PROVENANCE, REPORT
-
     try:
-        if args.depth < 1:
-            raise ValueError(f"--depth must be at least 1, got {args.depth}")
-        check_output_folder(args.out)  # before judging, not when the paid-for labels cannot be written
-        check_outside(args.out, {"--dataset": args.dataset, "--store": args.store})
+        report = judge_holes(args, sys.stdout)
     except ValueError as error:
         print(f"irforge judge-holes: error: {error}", file=sys.stderr)
         return 2
+    return _not_all_judged("judge-holes", report)
+
+
+def judge_holes(args: argparse.Namespace, out) -> dict:
+    """All of `irforge judge-holes` but the exit: check the options (ValueError before any
+    judging), judge the holes, write holes.json and the judged layer into OUT as one set, print
+    the summary on `out`. Returns the report (as in holes.json). `irforge.judge_holes` calls this too."""
+    from irforge.judge.holes import JUDGED_QRELS, PROVENANCE, REPORT
+
+    if args.depth < 1:
+        raise ValueError(f"--depth must be at least 1, got {args.depth}")
+    check_output_folder(args.out)  # before judging, not when the paid-for labels cannot be written
+    check_outside(args.out, {"--dataset": args.dataset, "--store": args.store})
     # The report and the layer it describes change together (other files in OUT are kept).
     with OutputSet(args.out, replaces=(REPORT, JUDGED_QRELS, PROVENANCE)) as staging:
         report = fill_holes(args, args.dataset, args.run, staging, args.depth, args.split, args.measures,
                             not args.keep_identical_ids, REPORT)
-    print_holes(report)
-    print(f"wrote {args.out / 'holes.json'}" + (f" and {report['files']['judged_qrels']}" if report["files"]["judged_qrels"] else ""))
-    return _not_all_judged("judge-holes", report)
+    print_holes(report, out)
+    print(f"wrote {args.out / 'holes.json'}" + (f" and {report['files']['judged_qrels']}" if report["files"]["judged_qrels"] else ""),
+          file=out)
+    return report
 
 
 def _not_all_judged(command: str, report: dict) -> int:
@@ -156,17 +165,17 @@ def _not_all_judged(command: str, report: dict) -> int:
     return 0
 
 
-def fill_holes_after_eval(args: argparse.Namespace, spec, results: dict, run_name: str | None = None) -> int:
+def fill_holes_after_eval(args: argparse.Namespace, spec, results: dict, run_name: str | None = None, out=None) -> int:
     """`irforge eval --fill-holes K`: the same hole filling on the run just written; the report
     goes into results.json as `holes`, the layer beside run.trec. `run_name`: where the run will
     be once spec.out_dir, a staging folder, becomes OUT."""
-    out = Path(spec.out_dir)
-    report = fill_holes(args, spec.dataset, out / results["files"]["run"], out, args.fill_holes, spec.split,
+    folder = Path(spec.out_dir)
+    report = fill_holes(args, spec.dataset, folder / results["files"]["run"], folder, args.fill_holes, spec.split,
                         spec.measures, spec.drop_identical_ids, report_name=None, run_name=run_name)
     from irforge.judge.holes import join_results
 
-    join_results(out, report, results)
-    print_holes(report)
+    join_results(Path(spec.out_dir), report, results)
+    print_holes(report, out)
     return _not_all_judged("eval", report)
 
 

@@ -81,26 +81,12 @@ def unranked_note(qrels: Qrels, run: Run, complete: bool) -> str | None:
 
 
 def run_metrics(args: argparse.Namespace) -> int:
-    # Before reading the files, and as this command's error: EvaluationOptions' own check raised a traceback.
-    problem = (f"-M must be 0 (every document) or more, got {args.max_docs}" if args.max_docs < 0 else
-               f"-l must be at least 1, got {args.relevance_level}" if args.relevance_level < 1 else None)
-    if problem:
-        print(f"irforge metrics: error: {problem}", file=sys.stderr)
+    try:
+        measured = measure(args, sys.stderr)
+    except _BadOption as error:
+        print(f"irforge metrics: error: {error}", file=sys.stderr)
         return 2
-    measures = args.measures or list(TREC_EVAL_DEFAULT)
-    qrels_file = read_qrels_argument(args.qrels, args.run)
-    qrels = qrels_file.qrels
-    print(f"irforge metrics: read {args.qrels} as {qrels_file.layout}", file=sys.stderr)
-    trec_run = read_trec_run(args.run)
-    options = EvaluationOptions(
-        drop_identical_ids=not args.keep_identical_ids,
-        complete=args.complete,
-        relevance_level=args.relevance_level,
-        max_docs_per_query=args.max_docs,
-    )
-    result = Evaluator().evaluate(qrels, trec_run.run, measures, options)
-    if note := unranked_note(qrels, trec_run.run, args.complete):
-        print(f"irforge metrics: {note}", file=sys.stderr)
+    result, trec_run, measures = measured["result"], measured["run"], measured["measures"]
     wants_runid = any(m in ("runid", "all_trec", "official") for m in measures) or measures == list(TREC_EVAL_DEFAULT)
     out = []
     if args.per_query:
@@ -112,3 +98,33 @@ def run_metrics(args: argparse.Namespace) -> int:
     out.extend(format_line(n, "all", result.aggregate[n]) for n in result.measure_names)
     sys.stdout.write("\n".join(out) + "\n")
     return 0
+
+
+class _BadOption(ValueError):
+    pass
+
+
+def measure(args: argparse.Namespace, notes) -> dict:
+    """All of `irforge metrics` but the printing: read both files, evaluate. Notes for the user
+    (the qrels layout read, unranked qrels queries) go to `notes`; bad options raise ValueError
+    before the files are read. `irforge.metrics` calls this too."""
+    # Before reading the files, and as this command's error: EvaluationOptions' own check raised a traceback.
+    if args.max_docs < 0:
+        raise _BadOption(f"-M must be 0 (every document) or more, got {args.max_docs}")
+    if args.relevance_level < 1:
+        raise _BadOption(f"-l must be at least 1, got {args.relevance_level}")
+    measures = args.measures or list(TREC_EVAL_DEFAULT)
+    qrels_file = read_qrels_argument(args.qrels, args.run)
+    qrels = qrels_file.qrels
+    print(f"irforge metrics: read {args.qrels} as {qrels_file.layout}", file=notes)
+    trec_run = read_trec_run(args.run)
+    options = EvaluationOptions(
+        drop_identical_ids=not args.keep_identical_ids,
+        complete=args.complete,
+        relevance_level=args.relevance_level,
+        max_docs_per_query=args.max_docs,
+    )
+    result = Evaluator().evaluate(qrels, trec_run.run, measures, options)
+    if note := unranked_note(qrels, trec_run.run, args.complete):
+        print(f"irforge metrics: {note}", file=notes)
+    return {"result": result, "run": trec_run, "measures": measures, "options": options, "qrels_layout": qrels_file.layout}

@@ -1,0 +1,108 @@
+"""irforge from Python: what `irforge eval`, `metrics` and `judge-holes` do, in a notebook.
+
+    import irforge
+
+    results = irforge.evaluate("../shared/data/beir/scifact", retriever="bm25", k1=1.2, b=0.75)
+    results.metrics["nDCG@10"]            # 0.6791; results is results.json as a dict
+    print(results.table())                # the table `irforge eval` prints
+
+    scores = irforge.metrics("qrels/test.tsv", "runs/x/run.trec", measures=["nDCG@10", "P@10"], complete=True)
+    report = irforge.judge_holes("../shared/data/beir/scifact", "runs/x/run.trec", depth=10, out="runs/x-judged")
+
+Keyword arguments are the commands' options by their long names, with `_` for `-`
+(`top_k=100`, `fill_holes=10`, `keep_identical_ids=True`, `measures=[...]` for `-m`). They go
+through the commands' own parser and then the commands' own code, so a value means exactly what
+the flag means, and an unknown or bad one raises ValueError naming it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import tempfile
+from pathlib import Path
+
+from irforge.results import Results
+
+__all__ = ["Results", "evaluate", "judge_holes", "metrics"]
+
+
+def evaluate(dataset: str | Path, *, out: str | Path | None = None, **options) -> Results:
+    """Index, retrieve and evaluate as `irforge eval --dataset DATASET --out OUT ...` does, and
+    return what it writes to OUT/results.json. Without `out`, a new temporary folder holds
+    run.trec and results.json (`results.folder`). Progress bars go to stderr."""
+    from irforge.cli import eval_cmd
+
+    out = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="irforge-eval-"))
+    args = _arguments("eval", {"dataset": dataset, "out": out, **options})
+    try:
+        results, _ = eval_cmd.evaluate(args, None)
+    except eval_cmd.UsageError as error:
+        raise ValueError(str(error)) from None
+    return results
+
+
+def metrics(qrels: str | Path, run: str | Path, *, measures: list[str] | None = None, complete: bool = False,
+            **options) -> Results:
+    """trec_eval's numbers for a run, as `irforge metrics QRELS RUN` computes them (TREC or BEIR
+    qrels; `complete=True` is `-c`: qrels queries the run misses count as 0, as `evaluate` does).
+    Returns `metrics` (aggregate) and `per_query`, keyed by the measures' trec_eval names."""
+    from irforge.cli import metrics_cmd
+
+    names = {"max_docs": "M", "relevance_level": "l"}
+    flags = {names.get(key, key): value for key, value in options.items()}
+    args = _arguments("metrics", {"qrels": qrels, "run": run, "m": measures, "c": complete, **flags})
+    measured = metrics_cmd.measure(args, io.StringIO())
+    result = measured["result"]
+    return Results({"metrics": dict(result.aggregate), "per_query": {q: dict(v) for q, v in result.per_query.items()},
+                    "measures": list(result.measure_names), "run_tag": measured["run"].tag,
+                    "qrels_layout": measured["qrels_layout"], "options": measured["options"].as_dict()})
+
+
+def judge_holes(dataset: str | Path, run: str | Path, *, depth: int, out: str | Path, **options) -> dict:
+    """Judge the unlabelled documents of each query's top `depth` as `irforge judge-holes` does
+    (embedded judge unless `judge=` names a spec file), write holes.json and the judged layer into
+    `out`, and return the report (holes.json's content: counts, labels, metrics before/after)."""
+    from irforge.cli import judge_cmd
+
+    args = _arguments("judge-holes", {"dataset": dataset, "run": run, "depth": depth, "out": out, **options})
+    return judge_cmd.judge_holes(args, io.StringIO())
+
+
+def _arguments(command: str, options: dict) -> argparse.Namespace:
+    """The Namespace `irforge COMMAND` would get for these options, via the command's own parser."""
+    from irforge.cli.main import build_parser
+    from irforge.cli.parser import nearest
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices[command]
+    by_name = {}
+    for action in sub._actions:
+        for option in action.option_strings:
+            by_name[option.lstrip("-").replace("-", "_")] = action
+        if not action.option_strings:
+            by_name[action.dest] = action
+    by_name.setdefault("measures", by_name.get("m"))    # eval's -m is dest `measures`
+    positionals, argv = [], [command]
+    for key, value in options.items():
+        action = by_name.get(key)
+        if action is None:
+            raise TypeError(f"irforge {command} has no option {key!r}{nearest(key, sorted(by_name))}")
+        if value is None or value is False:
+            continue
+        if not action.option_strings:
+            positionals.append(str(value))
+        elif isinstance(action, (argparse._StoreTrueAction, argparse._StoreConstAction)):
+            argv.append(action.option_strings[-1])
+        elif isinstance(action, argparse._AppendAction):
+            for item in [value] if isinstance(value, (str, Path)) else value:
+                argv.append(f"{action.option_strings[-1]}={item}")
+        else:
+            argv.append(f"{action.option_strings[-1]}={value}")
+    errors = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(errors):
+            return parser.parse_args([*argv, "--", *positionals] if positionals else argv)
+    except SystemExit:
+        raise ValueError(errors.getvalue().strip().splitlines()[-1]) from None

@@ -1,0 +1,50 @@
+"""The one results object: what `irforge eval` writes as results.json, as a dict (so it compares
+equal to `json.load(open("results.json"))` and serialises unchanged), with a few conveniences
+for notebooks. The CLI, `irforge.evaluate` and the orchestrator's jobs all produce it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+
+class Results(dict):
+    """results.json as a dict, plus where it lives (`folder`, None for results not on disk)."""
+
+    def __init__(self, record: dict, folder: Path | None = None):
+        super().__init__(record)
+        self.folder = Path(folder) if folder is not None else None
+
+    @classmethod
+    def load(cls, folder: str | Path) -> Results:
+        """The results an earlier run wrote into `folder` (its results.json)."""
+        folder = Path(folder)
+        return cls(json.loads((folder / "results.json").read_text(encoding="utf-8")), folder)
+
+    @property
+    def metrics(self) -> dict[str, float]:
+        """Aggregate values, in the order the measures were asked for."""
+        return self["metrics"]
+
+    @property
+    def per_query(self) -> dict[str, dict[str, float]]:
+        return self["per_query"]
+
+    @property
+    def run_path(self) -> Path | None:
+        """The TREC run file written beside results.json."""
+        return self.folder / self["files"]["run"] if self.folder is not None else None
+
+    def table(self) -> str:
+        """The table `irforge eval` prints."""
+        import io
+
+        from irforge.cli.eval_cmd import print_table
+
+        text = io.StringIO()
+        print_table(self, text)
+        return text.getvalue()
+
+    def __repr__(self) -> str:
+        metrics = ", ".join(f"{name}={value:.4f}" for name, value in self.get("metrics", {}).items())
+        return f"Results({self.get('dataset')!r}, {metrics})"
