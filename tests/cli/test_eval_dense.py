@@ -88,7 +88,7 @@ def test_hybrid_beats_bm25_and_dense(fusion, scifact_dense, scifact_bm25, beir_d
 
 
 def test_hnsw_search_is_recorded_and_close_to_exact(scifact_dense, beir_dir, stores, tmp_path):
-    ann = run_eval(beir_dir / "scifact", tmp_path, {**stores, "--vector-dir": tmp_path / "hnsw"},
+    ann = run_eval(beir_dir / "scifact", tmp_path / "out", {**stores, "--vector-dir": tmp_path / "hnsw"},  # stores never inside --out
                    "--retriever", "dense", "--model", "all-MiniLM-L6-v2", "--search", "hnsw")
     assert ann["retriever"]["search"] == {"hnsw": {"m": 16, "ef_construct": 100, "ef_search": 128}}
     assert ann["metrics"]["nDCG@10"] == pytest.approx(scifact_dense["metrics"]["nDCG@10"], abs=0.01)

@@ -90,6 +90,7 @@ def test_eval_fill_holes(scifact_subset, env, tmp_path, capsys):
     results = json.loads((out / "results.json").read_text())
     report = results["holes"]
     assert report["depth"] == 3 and report["holes"] == report["judged"] > 0
+    assert report["run"] == str(out / "run.trec")  # where the run is, not the staging folder it was judged in
     assert (out / "qrels.judged.tsv").is_file() and results["files"]["judged_qrels"] == "qrels.judged.tsv"
     assert sum(1 for _ in (out / "qrels.judged.tsv").open()) == report["judged"] + 1
     for name, value in results["metrics"].items():
