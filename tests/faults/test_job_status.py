@@ -219,3 +219,12 @@ def test_output_into_a_closed_pipe_ends_quietly(conformance_dir):
     err = process.stderr.read().decode()
     assert process.wait(60) == 141, err
     assert "Traceback" not in err and "BrokenPipeError" not in err, err
+
+
+def test_results_into_a_file_is_a_clear_error(tmp_path, capsys):
+    # `irforge results JOB --out FILE` checks OUT before asking the orchestrator for anything.
+    target = tmp_path / "a-file"
+    target.write_text("x")
+    assert main(["results", "some-job", "--out", str(target), "--server", "127.0.0.1:9"]) == 2
+    err = capsys.readouterr().err
+    assert "exists and is not a folder" in err and "Traceback" not in err

@@ -10,6 +10,7 @@ from irforge import __version__
 from irforge.cli import eval_cmd, jobs_cmd, judge_cmd, metrics_cmd, qc_cmd, serve_cmd, service_cmd, shard_cmd
 from irforge.cli.parser import IrforgeParser
 from irforge.common.grpc_errors import ServiceUnavailable
+from irforge.common.output_set import OutputFolderError
 from irforge.common.redact import redact_text
 from irforge.common.tls import CLIENT_VARIABLES, TlsConfigError
 from irforge.corpus.errors import CorpusError
@@ -24,7 +25,7 @@ from irforge.models.errors import ModelError
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 USER_ERRORS = (DataFormatError, MeasureError, EvaluationError, CorpusError, ModelError, EndpointError, ServiceUnavailable,
-               JudgeError, TlsConfigError)
+               JudgeError, TlsConfigError, OutputFolderError)
 
 
 def build_parser() -> argparse.ArgumentParser:
