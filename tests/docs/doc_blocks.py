@@ -81,7 +81,7 @@ def yaml_block(path: str, marker: str) -> str:
 def segments(line: str) -> list[list[str]]:
     """The simple commands of one logical line, as argv lists: $(...) bodies, and the pieces
     between ; && || | — comments dropped, leading VAR=value assignments dropped."""
-    inner = [body for body in SUBSTITUTION.findall(line)]
+    inner = SUBSTITUTION.findall(line)
     outer = SUBSTITUTION.sub("SUBSTITUTED", line)
     commands = []
     for text in [outer, *inner]:
