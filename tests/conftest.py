@@ -110,3 +110,20 @@ def scifact_tiny(scifact_subset, tmp_path_factory) -> Path:
     (root / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + "".join(
         f"{q}\t{d}\t{r}\n" for q in query_ids for d, r in qrels[q].items()))
     return root
+
+
+@pytest.fixture()
+def services_address(tmp_path):
+    """A fresh corpus service (embedded BM25, its own index folder) and an evaluator on one
+    loopback port: what orchestrator jobs call."""
+    from irforge.common.grpc_server import start_server
+    from irforge.corpus import server as corpus_server
+    from irforge.corpus.core import CorpusService
+    from irforge.corpus.lexical.embedded import EmbeddedBackend
+    from irforge.evaluator import server as evaluator_server
+    from irforge.evaluator.core import Evaluator
+
+    running = start_server([corpus_server.binding(CorpusService(EmbeddedBackend(tmp_path / "indexes"))),
+                            evaluator_server.binding(Evaluator())], port=0)
+    yield f"127.0.0.1:{running.port}"
+    running.stop(grace=0)

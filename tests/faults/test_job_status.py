@@ -21,9 +21,6 @@ import yaml
 
 from irforge.cli.main import main
 from irforge.common.grpc_server import RETRY_POLICY, start_server
-from irforge.corpus import server as corpus_server
-from irforge.corpus.core import CorpusService
-from irforge.corpus.lexical.embedded import EmbeddedBackend
 from irforge.evaluator import server as evaluator_server
 from irforge.evaluator.core import Evaluator
 from irforge.orchestrator import server as orchestrator_server
@@ -45,14 +42,6 @@ sys.modules[_spec.name] = scripted
 _spec.loader.exec_module(scripted)
 
 LISTENING = re.compile(r"listening on (\S+)")
-
-
-@pytest.fixture()
-def services_address(tmp_path):
-    running = start_server([corpus_server.binding(CorpusService(EmbeddedBackend(tmp_path / "indexes"))),
-                            evaluator_server.binding(Evaluator())], port=0)
-    yield f"127.0.0.1:{running.port}"
-    running.stop(grace=0)
 
 
 def fails_on_odd_hash(prompt: str):

@@ -17,12 +17,6 @@ from pathlib import Path
 import pytest
 import yaml
 
-from irforge.common.grpc_server import start_server
-from irforge.corpus import server as corpus_server
-from irforge.corpus.core import CorpusService
-from irforge.corpus.lexical.embedded import EmbeddedBackend
-from irforge.evaluator import server as evaluator_server
-from irforge.evaluator.core import Evaluator
 from irforge.orchestrator.context import ServiceAddresses
 from irforge.orchestrator.core import Orchestrator
 from irforge.orchestrator.errors import JobSpecError
@@ -39,14 +33,6 @@ def _search_servers():
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     return module
-
-
-@pytest.fixture()
-def services_address(tmp_path):
-    running = start_server([corpus_server.binding(CorpusService(EmbeddedBackend(tmp_path / "indexes"))),
-                            evaluator_server.binding(Evaluator())], port=0)
-    yield f"127.0.0.1:{running.port}"
-    running.stop(grace=0)
 
 
 @pytest.fixture()

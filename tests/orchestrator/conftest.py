@@ -5,23 +5,8 @@ from __future__ import annotations
 import time
 
 import pytest
-from irforge.common.grpc_server import start_server
-from irforge.corpus import server as corpus_server
-from irforge.corpus.core import CorpusService
-from irforge.corpus.lexical.embedded import EmbeddedBackend
-from irforge.evaluator import server as evaluator_server
-from irforge.evaluator.core import Evaluator
 from irforge.orchestrator.context import ServiceAddresses
 from irforge.orchestrator.core import Orchestrator
-
-
-@pytest.fixture()
-def services_address(tmp_path):
-    """A fresh corpus service (embedded BM25, its own index folder) and an evaluator, one port."""
-    running = start_server([corpus_server.binding(CorpusService(EmbeddedBackend(tmp_path / "indexes"))),
-                            evaluator_server.binding(Evaluator())], port=0)
-    yield f"127.0.0.1:{running.port}"
-    running.stop(grace=0)
 
 
 @pytest.fixture()
