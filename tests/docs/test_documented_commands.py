@@ -71,6 +71,8 @@ NOT_RUN: dict[tuple[str, str], NotRun] = {
     ("README.md", "protos/irforge/v1/"): NotRun("not-a-command", "the source layout"),
     ("docs/holes-and-calibration.md", "irforge judge-holes --dataset"): NotRun("synopsis", SYNOPSIS),
     ("docs/holes-and-calibration.md", "irforge judge-calibrate --dataset"): NotRun("synopsis", SYNOPSIS),
+    ("docs/holes-and-calibration.md", "thresholds 0.3958, 0.5871, 0.6550: wrote"):
+        NotRun("not-a-command", "sample output of irforge judge-calibrate"),
     ("docs/judge.md", "irforge service judge ["): NotRun("synopsis", SYNOPSIS),
     ("docs/observability.md", "sum by (service, method)"): NotRun("not-a-command", "PromQL for a Prometheus server"),
     ("docs/operations.md", "helm repo add kuberay"): NotRun("cluster", CLUSTER),
