@@ -58,9 +58,10 @@ def test_timeouts_scale_with_the_work_queued_at_a_one_at_a_time_server(server):
     assert (calls["timeouts"], calls["failures"], calls["splits"]) == (0, 0, 0)
     batches = [r for r in server.requests if r.texts > 1]
     # Slow start: a small first request, answered (its time measured) before the rest go out.
-    assert [r.texts for r in batches] == [8, 16, 16, 16, 8]
+    # The four that follow go out together, so they may arrive in any order.
+    assert batches[0].texts == 8 and sorted(r.texts for r in batches[1:]) == [8, 16, 16, 16]
     assert min(r.arrived for r in batches[1:]) >= batches[0].done
-    assert max(r.arrived for r in batches[1:4]) < batches[1].done  # then 4 in flight at once
+    assert max(r.arrived for r in batches[1:]) < min(r.done for r in batches[1:])  # then 4 in flight at once
 
 
 @pytest.mark.parametrize("server", [(0.01, {3: 0.15})], indirect=True)
