@@ -239,3 +239,21 @@ def test_kind_must_match_and_prepare_comes_first(grpc_address):
         HttpSearchRetriever(spec("search-grpc", grpc_address))
     with pytest.raises(RuntimeError, match=r"prepare\(\) must run before retrieve\(\)"):
         GrpcSearchRetriever(spec("search-grpc", grpc_address)).retrieve([], 10)
+
+
+def test_the_instruction_is_its_own_field_and_only_in_instruction_evaluation():
+    """Plain evaluation sends what it always sent; instruction evaluation adds the instruction beside
+    the bare query (never appended to it), so a team's server decides how to use it."""
+    from irforge.data.types import Query
+
+    plain = Query("q1", "vitamin d bone density")
+    instructed = Query("q1", "vitamin d bone density only trials", instruction="only trials", bare_text="vitamin d bone density")
+    original_mode = Query("q1", "vitamin d bone density", instruction="", bare_text="vitamin d bone density")
+    assert HttpSearchRetriever.request_body(plain, 10) == {"query_id": "q1", "query": "vitamin d bone density", "k": 10}
+    assert HttpSearchRetriever.request_body(instructed, 10) == {
+        "query_id": "q1", "query": "vitamin d bone density", "k": 10, "instruction": "only trials"}
+    assert HttpSearchRetriever.request_body(original_mode, 10)["instruction"] == ""
+    assert not GrpcSearchRetriever.request(plain, 10).HasField("instruction")
+    request = GrpcSearchRetriever.request(instructed, 10)
+    assert (request.query, request.instruction) == ("vitamin d bone density", "only trials")
+    assert GrpcSearchRetriever.request(original_mode, 10).HasField("instruction")

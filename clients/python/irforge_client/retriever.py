@@ -4,12 +4,18 @@
         return my_index.top_k(query, k)          # [(doc_id, score), ...]
 
     server = serve_retriever(search, port=50070)  # irforge calls it; server.stop() when done
+
+    # Instruction-following evaluation (irforge eval-instructions) sends each query's instruction
+    # as its own field; accept it with a keyword parameter named `instruction`:
+    def search(query_id: str, query: str, k: int, instruction: str | None = None): ...
+
     server = serve_retriever(search, port=50070, tls_cert="cert.pem", tls_key="key.pem")  # TLS only;
     # the endpoint spec then names the CA (`ca_bundle`); add client_ca="ca.pem" to require client certificates
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from concurrent import futures
 from dataclasses import dataclass
@@ -23,12 +29,26 @@ from irforge_client.v1 import common_pb2, retriever_pb2, retriever_pb2_grpc
 SearchFunction = Callable[[str, str, int], list[tuple[str, float]]]
 
 
+def _takes_instruction(search: SearchFunction) -> bool:
+    try:
+        parameters = inspect.signature(search).parameters
+    except (TypeError, ValueError):  # a builtin or C callable: call it the plain way
+        return False
+    return "instruction" in parameters or any(p.kind is p.VAR_KEYWORD for p in parameters.values())
+
+
 class _Servicer(retriever_pb2_grpc.RetrieverServicer):
     def __init__(self, search: SearchFunction):
         self.search = search
+        self.takes_instruction = _takes_instruction(search)
 
     def _answer(self, request) -> retriever_pb2.RetrieverSearchResponse:
-        hits = self.search(request.query_id, request.query, request.k)
+        # A function without an `instruction` parameter keeps working: it is called as before.
+        if self.takes_instruction:
+            instruction = request.instruction if request.HasField("instruction") else None
+            hits = self.search(request.query_id, request.query, request.k, instruction=instruction)
+        else:
+            hits = self.search(request.query_id, request.query, request.k)
         return retriever_pb2.RetrieverSearchResponse(
             query_id=request.query_id, hits=[common_pb2.ScoredDocument(doc_id=d, score=float(s)) for d, s in hits])
 

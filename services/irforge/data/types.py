@@ -29,3 +29,14 @@ class Query:
     query_id: str
     text: str
     metadata: dict[str, Any] = field(default_factory=dict)
+    # Instruction-following evaluation: `text` is what text-only models see (the query and its
+    # instruction composed, e.g. query + " " + instruction); retrievers whose contract carries the
+    # instruction as its own field (search endpoints) send `bare_text` and `instruction` instead.
+    # None outside instruction evaluation.
+    instruction: str | None = None
+    bare_text: str | None = None
+
+    @property
+    def parts(self) -> tuple[str, str | None]:
+        """(query without instruction, instruction or None): what a search endpoint receives."""
+        return (self.text, None) if self.instruction is None else (self.bare_text or "", self.instruction)

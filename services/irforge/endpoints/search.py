@@ -2,6 +2,8 @@
 
 - `HttpSearchRetriever(spec)` (kind search-http): POST {url} with {"query_id", "query", "k"},
   answer {"hits": [{"id", "score"}, ...]}; one request per query, `max_concurrency` in flight.
+  In instruction-following evaluation the request also carries "instruction" (the query stays
+  without it), and a gRPC request its `instruction` field: the team decides how to use it.
 - `GrpcSearchRetriever(spec)` (kind search-grpc): irforge.v1.Retriever at HOST:PORT. Queries
   go in streams of `batch_size` through BatchSearch (a team can batch on its side); a server
   that answers UNIMPLEMENTED there is called query by query through Search.
@@ -61,7 +63,8 @@ class _SearchRetriever:
                 bar.update(1)
         finally:
             bar.close()
-        hits = self.caller.call(lambda: self._search_one(PROBE_QUERY_ID, PROBE_QUERY, PROBE_K),
+        probe = Query(query_id=PROBE_QUERY_ID, text=PROBE_QUERY)
+        hits = self.caller.call(lambda: self._search_one(probe, PROBE_K),
                                 what=f"probe query {PROBE_QUERY_ID!r}")
         record = [[doc_id, round(score, PROBE_DECIMALS) + 0.0] for doc_id, score in ranked(hits)]
         self.probe_sha256 = hashlib.sha256(json.dumps(record).encode()).hexdigest()
@@ -88,12 +91,12 @@ class _SearchRetriever:
                 **{f"endpoint_{name}": value for name, value in self.caller.counters.as_dict().items()}}
 
     # -- per transport ----------------------------------------------------------------------
-    def _search_one(self, query_id: str, query: str, k: int) -> dict[str, float]:
+    def _search_one(self, query: Query, k: int) -> dict[str, float]:
         raise NotImplementedError
 
     def _search_all(self, queries: list[Query], k: int, bar) -> Run:
         def one(query: Query) -> dict[str, float]:
-            hits = self._search_one(query.query_id, query.text, k)
+            hits = self._search_one(query, k)
             bar.update(1)
             return hits
 
@@ -142,8 +145,18 @@ class HttpSearchRetriever(_SearchRetriever):
         headers = {"Authorization": f"Bearer {self.key}"} if self.key else {}
         self._client = http_client(spec, headers)
 
-    def _search_one(self, query_id: str, query: str, k: int) -> dict[str, float]:
-        response = self._client.post(self.spec.url, json={"query_id": query_id, "query": query, "k": k})
+    @staticmethod
+    def request_body(query: Query, k: int) -> dict:
+        """The JSON a search-http endpoint receives; "instruction" only in instruction evaluation."""
+        text, instruction = query.parts
+        body = {"query_id": query.query_id, "query": text, "k": k}
+        if instruction is not None:
+            body["instruction"] = instruction
+        return body
+
+    def _search_one(self, query: Query, k: int) -> dict[str, float]:
+        query_id = query.query_id
+        response = self._client.post(self.spec.url, json=self.request_body(query, k))
         response.raise_for_status()  # HTTPStatusError: RobustCaller retries 429/5xx, refuses other 4xx
         try:
             answer = response.json()
@@ -184,10 +197,17 @@ class GrpcSearchRetriever(_SearchRetriever):
         self._metadata = [("authorization", f"Bearer {self.key}")] if self.key else None
         self.streaming: bool | None = None  # learned from the server: BatchSearch, or Search only
 
-    def _search_one(self, query_id: str, query: str, k: int) -> dict[str, float]:
+    @staticmethod
+    def request(query: Query, k: int):
+        """The RetrieverSearchRequest for a query; `instruction` set only in instruction evaluation."""
         from irforge.v1 import retriever_pb2
 
-        request = retriever_pb2.RetrieverSearchRequest(query_id=query_id, query=query, k=k)
+        text, instruction = query.parts
+        return retriever_pb2.RetrieverSearchRequest(query_id=query.query_id, query=text, k=k, instruction=instruction)
+
+    def _search_one(self, query: Query, k: int) -> dict[str, float]:
+        query_id = query.query_id
+        request = self.request(query, k)
         if self.streaming is not False:
             try:
                 return self._batch([request], k)[query_id]
@@ -226,16 +246,13 @@ class GrpcSearchRetriever(_SearchRetriever):
         return answers
 
     def _search_all(self, queries: list[Query], k: int, bar) -> Run:
-        from irforge.v1 import retriever_pb2
-
         if self.streaming is False:
             return super()._search_all(queries, k, bar)
         size = self.spec.batch_size
         chunks = [queries[start:start + size] for start in range(0, len(queries), size)]
 
         def stream(chunk: list[Query]) -> dict[str, dict[str, float]]:
-            answers = self._batch([retriever_pb2.RetrieverSearchRequest(query_id=q.query_id, query=q.text, k=k)
-                                   for q in chunk], k)
+            answers = self._batch([self.request(q, k) for q in chunk], k)
             bar.update(len(chunk))
             return answers
 

@@ -8,14 +8,16 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class RetrieverSearchRequest(_message.Message):
-    __slots__ = ("query_id", "query", "k")
+    __slots__ = ("query_id", "query", "k", "instruction")
     QUERY_ID_FIELD_NUMBER: _ClassVar[int]
     QUERY_FIELD_NUMBER: _ClassVar[int]
     K_FIELD_NUMBER: _ClassVar[int]
+    INSTRUCTION_FIELD_NUMBER: _ClassVar[int]
     query_id: str
     query: str
     k: int
-    def __init__(self, query_id: _Optional[str] = ..., query: _Optional[str] = ..., k: _Optional[int] = ...) -> None: ...
+    instruction: str
+    def __init__(self, query_id: _Optional[str] = ..., query: _Optional[str] = ..., k: _Optional[int] = ..., instruction: _Optional[str] = ...) -> None: ...
 
 class RetrieverSearchResponse(_message.Message):
     __slots__ = ("query_id", "hits")

@@ -73,7 +73,7 @@ class HoleFillingSpec(_message.Message):
     def __init__(self, depth: _Optional[int] = ..., judge: _Optional[str] = ...) -> None: ...
 
 class JobSpec(_message.Message):
-    __slots__ = ("dataset", "split", "retriever", "bm25", "dense", "fusion", "endpoint", "reranker", "measures", "top_k", "keep_identical_ids", "holes", "output", "shards", "name")
+    __slots__ = ("dataset", "split", "retriever", "bm25", "dense", "fusion", "endpoint", "reranker", "measures", "top_k", "keep_identical_ids", "holes", "output", "shards", "name", "instructions")
     DATASET_FIELD_NUMBER: _ClassVar[int]
     SPLIT_FIELD_NUMBER: _ClassVar[int]
     RETRIEVER_FIELD_NUMBER: _ClassVar[int]
@@ -89,6 +89,7 @@ class JobSpec(_message.Message):
     OUTPUT_FIELD_NUMBER: _ClassVar[int]
     SHARDS_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
+    INSTRUCTIONS_FIELD_NUMBER: _ClassVar[int]
     dataset: str
     split: str
     retriever: str
@@ -104,7 +105,18 @@ class JobSpec(_message.Message):
     output: str
     shards: int
     name: str
-    def __init__(self, dataset: _Optional[str] = ..., split: _Optional[str] = ..., retriever: _Optional[str] = ..., bm25: _Optional[_Union[Bm25Parameters, _Mapping]] = ..., dense: _Optional[_Union[DenseParameters, _Mapping]] = ..., fusion: _Optional[_Union[FusionParameters, _Mapping]] = ..., endpoint: _Optional[str] = ..., reranker: _Optional[_Union[RerankerSpec, _Mapping]] = ..., measures: _Optional[_Iterable[str]] = ..., top_k: _Optional[int] = ..., keep_identical_ids: _Optional[bool] = ..., holes: _Optional[_Union[HoleFillingSpec, _Mapping]] = ..., output: _Optional[str] = ..., shards: _Optional[int] = ..., name: _Optional[str] = ...) -> None: ...
+    instructions: InstructionsSpec
+    def __init__(self, dataset: _Optional[str] = ..., split: _Optional[str] = ..., retriever: _Optional[str] = ..., bm25: _Optional[_Union[Bm25Parameters, _Mapping]] = ..., dense: _Optional[_Union[DenseParameters, _Mapping]] = ..., fusion: _Optional[_Union[FusionParameters, _Mapping]] = ..., endpoint: _Optional[str] = ..., reranker: _Optional[_Union[RerankerSpec, _Mapping]] = ..., measures: _Optional[_Iterable[str]] = ..., top_k: _Optional[int] = ..., keep_identical_ids: _Optional[bool] = ..., holes: _Optional[_Union[HoleFillingSpec, _Mapping]] = ..., output: _Optional[str] = ..., shards: _Optional[int] = ..., name: _Optional[str] = ..., instructions: _Optional[_Union[InstructionsSpec, _Mapping]] = ...) -> None: ...
+
+class InstructionsSpec(_message.Message):
+    __slots__ = ("enabled", "template", "robustness_k")
+    ENABLED_FIELD_NUMBER: _ClassVar[int]
+    TEMPLATE_FIELD_NUMBER: _ClassVar[int]
+    ROBUSTNESS_K_FIELD_NUMBER: _ClassVar[int]
+    enabled: bool
+    template: str
+    robustness_k: int
+    def __init__(self, enabled: _Optional[bool] = ..., template: _Optional[str] = ..., robustness_k: _Optional[int] = ...) -> None: ...
 
 class JobRef(_message.Message):
     __slots__ = ("job_id",)

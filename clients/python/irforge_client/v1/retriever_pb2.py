@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from irforge_client.v1 import common_pb2 as irforge_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1airforge/v1/retriever.proto\x12\nirforge.v1\x1a\x17irforge/v1/common.proto\"D\n\x16RetrieverSearchRequest\x12\x10\n\x08query_id\x18\x01 \x01(\t\x12\r\n\x05query\x18\x02 \x01(\t\x12\t\n\x01k\x18\x03 \x01(\x05\"U\n\x17RetrieverSearchResponse\x12\x10\n\x08query_id\x18\x01 \x01(\t\x12(\n\x04hits\x18\x02 \x03(\x0b\x32\x1a.irforge.v1.ScoredDocument2\xba\x01\n\tRetriever\x12Q\n\x06Search\x12\".irforge.v1.RetrieverSearchRequest\x1a#.irforge.v1.RetrieverSearchResponse\x12Z\n\x0b\x42\x61tchSearch\x12\".irforge.v1.RetrieverSearchRequest\x1a#.irforge.v1.RetrieverSearchResponse(\x01\x30\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1airforge/v1/retriever.proto\x12\nirforge.v1\x1a\x17irforge/v1/common.proto\"n\n\x16RetrieverSearchRequest\x12\x10\n\x08query_id\x18\x01 \x01(\t\x12\r\n\x05query\x18\x02 \x01(\t\x12\t\n\x01k\x18\x03 \x01(\x05\x12\x18\n\x0binstruction\x18\x04 \x01(\tH\x00\x88\x01\x01\x42\x0e\n\x0c_instruction\"U\n\x17RetrieverSearchResponse\x12\x10\n\x08query_id\x18\x01 \x01(\t\x12(\n\x04hits\x18\x02 \x03(\x0b\x32\x1a.irforge.v1.ScoredDocument2\xba\x01\n\tRetriever\x12Q\n\x06Search\x12\".irforge.v1.RetrieverSearchRequest\x1a#.irforge.v1.RetrieverSearchResponse\x12Z\n\x0b\x42\x61tchSearch\x12\".irforge.v1.RetrieverSearchRequest\x1a#.irforge.v1.RetrieverSearchResponse(\x01\x30\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -33,9 +33,9 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'irforge.v1.retriever_pb2', 
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_RETRIEVERSEARCHREQUEST']._serialized_start=67
-  _globals['_RETRIEVERSEARCHREQUEST']._serialized_end=135
-  _globals['_RETRIEVERSEARCHRESPONSE']._serialized_start=137
-  _globals['_RETRIEVERSEARCHRESPONSE']._serialized_end=222
-  _globals['_RETRIEVER']._serialized_start=225
-  _globals['_RETRIEVER']._serialized_end=411
+  _globals['_RETRIEVERSEARCHREQUEST']._serialized_end=177
+  _globals['_RETRIEVERSEARCHRESPONSE']._serialized_start=179
+  _globals['_RETRIEVERSEARCHRESPONSE']._serialized_end=264
+  _globals['_RETRIEVER']._serialized_start=267
+  _globals['_RETRIEVER']._serialized_end=453
 # @@protoc_insertion_point(module_scope)
