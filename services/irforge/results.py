@@ -32,19 +32,37 @@ class Results(dict):
 
     @property
     def run_path(self) -> Path | None:
-        """The TREC run file written beside results.json."""
-        return self.folder / self["files"]["run"] if self.folder is not None else None
+        """The TREC run file written beside results.json (None for instruction-following results,
+        which have one per dimension and mode: see `run_paths`)."""
+        name = self["files"].get("run")
+        return self.folder / name if self.folder is not None and name else None
+
+    @property
+    def run_paths(self) -> dict[str, Path]:
+        """Every run file beside results.json, by name (instruction-following results: one per dimension and mode)."""
+        if self.folder is None:
+            return {}
+        files = self["files"]
+        names = [files["run"]] if "run" in files else [n for runs in files.get("runs", {}).values() for n in runs.values()]
+        return {name: self.folder / name for name in names}
 
     def table(self) -> str:
         """The table `irforge eval` prints."""
         import io
 
-        from irforge.cli.eval_cmd import print_table
-
         text = io.StringIO()
-        print_table(self, text)
+        print_results_table(self, text)
         return text.getvalue()
 
     def __repr__(self) -> str:
         metrics = ", ".join(f"{name}={value:.4f}" for name, value in self.get("metrics", {}).items())
         return f"Results({self.get('dataset')!r}, {metrics})"
+
+
+def print_results_table(results: dict, out) -> None:
+    """The table of `irforge eval` or of `irforge eval-instructions`, whichever made `results`."""
+    if results.get("kind") == "instructions":
+        from irforge.cli.instructions_cmd import print_table
+    else:
+        from irforge.cli.eval_cmd import print_table
+    print_table(results, out)

@@ -30,13 +30,24 @@ def add_parser(subparsers) -> None:
         "write OUT/run.trec and OUT/results.json, and print the metric table.",
     )
     parser.add_argument("--dataset", type=Path, required=True, help="BEIR folder: corpus.jsonl, queries.jsonl, qrels/<split>.tsv")
+    parser.add_argument("--split", default="test", help="the qrels/<split>.tsv to evaluate (default test)")
+    parser.add_argument("--out", type=Path, required=True, help="output folder for run.trec and results.json")
+    add_pipeline_arguments(parser, DEFAULT_MEASURES)
+    parser.add_argument("--fill-holes", type=int, metavar="K",
+                        help="after evaluating, judge the unlabelled documents of each query's top K (see judge-holes): "
+                             "results.json gets `holes`, OUT gets qrels.judged.tsv")
+    judge_cmd.add_judge_arguments(parser)
+    parser.set_defaults(handler=run_eval)
+
+
+def add_pipeline_arguments(parser, default_measures) -> None:
+    """The retriever, index, endpoint, reranker and service flags: `irforge eval`'s and
+    `irforge eval-instructions`' (one pipeline, one set of flags)."""
     parser.add_argument("--retriever", choices=RETRIEVERS, default="bm25",
                         help="bm25 (default), dense (--model) or hybrid (both, fused); --endpoint replaces it")
-    parser.add_argument("--split", default="test", help="the qrels/<split>.tsv to evaluate (default test)")
     parser.add_argument("--top-k", type=int, default=1000, help="documents retrieved per query (default 1000)")
-    parser.add_argument("--out", type=Path, required=True, help="output folder for run.trec and results.json")
     parser.add_argument("-m", "--measure", dest="measures", action="append", metavar="MEASURE",
-                        help=f"measure to report (repeatable; default {' '.join(DEFAULT_MEASURES)})")
+                        help=f"measure to report (repeatable; default {' '.join(default_measures)})")
     parser.add_argument("--keep-identical-ids", action="store_true",
                         help="keep retrieved documents whose id equals the query id (BEIR drops them; default: drop)")
 
@@ -55,11 +66,6 @@ def add_parser(subparsers) -> None:
     remote.add_argument("--corpus-server", metavar="HOST:PORT", help="corpus service address (overrides --server)")
     remote.add_argument("--evaluator-server", metavar="HOST:PORT", help="evaluator service address (overrides --server)")
     remote.add_argument("--encoder-server", metavar="HOST:PORT", help="encoder service address (overrides --server)")
-    parser.add_argument("--fill-holes", type=int, metavar="K",
-                        help="after evaluating, judge the unlabelled documents of each query's top K (see judge-holes): "
-                             "results.json gets `holes`, OUT gets qrels.judged.tsv")
-    judge_cmd.add_judge_arguments(parser)
-    parser.set_defaults(handler=run_eval)
 
 
 class UsageError(ValueError):

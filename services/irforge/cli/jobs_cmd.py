@@ -9,9 +9,10 @@ import os
 import sys
 from pathlib import Path
 
-from irforge.cli import eval_cmd
+from irforge.cli import eval_cmd, instructions_cmd
 from irforge.cli.parser import IrforgeParser
 from irforge.cli.judge_cmd import EXIT_NOT_ALL_JUDGED
+from irforge.results import print_results_table
 
 DEFAULT_SERVER = "127.0.0.1:50050"
 
@@ -46,6 +47,11 @@ def add_parsers(subparsers) -> None:
     submit.add_argument("--spec", type=Path, metavar="FILE", help="job spec YAML instead of flags")
     submit.add_argument("--shards", type=int, default=0, help="encode the corpus in this many shards (dense, hybrid)")
     submit.add_argument("--name", default="", help="a label for the job")
+    submit.add_argument("--instructions", action="store_true",
+                        help="an instruction-following job, as `irforge eval-instructions`: --dataset is an InfoSearch, "
+                             "FollowIR or InstructIR folder (or a folder of them)")
+    submit.add_argument("--instruction-template", metavar="TEMPLATE", help=instructions_cmd.TEMPLATE_HELP)
+    submit.add_argument("--robustness-k", type=int, default=10, help="InstructIR: the k of Robustness@k (default 10)")
     _add_server(submit)
     submit.set_defaults(handler=run_submit)
 
@@ -148,7 +154,7 @@ def run_results(args: argparse.Namespace) -> int:
             client.results(args.job_id, args.out)
     except _job_errors() as error:
         return _fail(args, error)
-    eval_cmd.print_table(json.loads((args.out / "results.json").read_text(encoding="utf-8")), sys.stdout)
+    print_results_table(json.loads((args.out / "results.json").read_text(encoding="utf-8")), sys.stdout)
     return 0
 
 

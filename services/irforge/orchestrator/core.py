@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 from irforge.common import request_context
@@ -36,7 +37,7 @@ from irforge.orchestrator.errors import (
     ResultsNotReady,
 )
 from irforge.orchestrator.spec import JobSpec
-from irforge.orchestrator.steps import EVALUATE, RESULT_FILES, STEPS, job_warnings, plan_steps
+from irforge.orchestrator.steps import EVALUATE, STEPS, job_warnings, plan_steps, result_files
 from irforge.orchestrator.store import JobEvent, JobRecord, JobState, JobStore
 
 # Errors that say "the service could not be reached or did not answer in time": worth a retry.
@@ -146,7 +147,7 @@ class Orchestrator:
             raise ResultsNotReady(f"job {job_id} is {record.state.value}" + (f": {record.error}" if record.error else "")
                                   + "; results exist once it has SUCCEEDED")
         folder = self.job_dir(job_id) / "results"
-        missing = [name for name in RESULT_FILES if not (folder / name).exists()]
+        missing = [name for name in result_files(folder) if not (folder / name).exists()]
         if missing:
             raise ResultsNotReady(f"job {job_id} succeeded but {', '.join(missing)} is missing from {folder}")
         return folder
@@ -168,6 +169,8 @@ class Orchestrator:
             raise JobSpecError(f"job spec field 'endpoint': {error}") from None
 
     def _check_services(self, spec: JobSpec, steps: list[str]) -> None:
+        if spec.instructions:  # one step that does the work of the steps its retriever needs
+            steps = plan_steps(replace(spec, instructions=False), self._endpoint_kind(spec))
         needed = {"evaluator"}
         if "ingest_lexical" in steps or "encode_vectors" in steps:
             needed.add("corpus")

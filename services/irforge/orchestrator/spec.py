@@ -27,6 +27,7 @@ from irforge.pipeline.retrievers.hybrid import RRF_K_RANGE, weights_problem
 from irforge.v1 import orchestrator_pb2
 
 DEFAULT_RERANK_DEPTH = 100
+INSTRUCTION_MEASURES = ("nDCG@10",)   # irforge.instructions.job's default, without importing the job here
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,9 @@ class JobSpec:
     output: str = ""
     shards: int = 0
     name: str = ""
+    instructions: bool = False            # an instruction-following folder (irforge eval-instructions)
+    instruction_template: str = ""        # "" = query + " " + instruction
+    robustness_k: int = 10
 
     # -- what the spec asks for ---------------------------------------------------------------
     @property
@@ -104,7 +108,23 @@ class JobSpec:
             parse_measures(list(self.measures))
         except MeasureError as error:
             bad("measures", str(error))
+        if self.instructions:
+            self._validate_instructions(bad)
         return self
+
+    def _validate_instructions(self, bad) -> None:
+        from irforge.instructions.queries import InstructionTemplate
+
+        if self.holes_depth:
+            bad("holes.depth", "hole filling is not available for instruction-following jobs")
+        if self.shards > 1:
+            bad("shards", "sharded encoding is not available for instruction-following jobs")
+        if self.robustness_k < 1:
+            bad("instructions.robustness_k", f"must be at least 1, got {self.robustness_k}")
+        try:
+            InstructionTemplate(self.instruction_template or None)
+        except ValueError as error:
+            bad("instructions.template", str(error))
 
     def check_paths(self, allowed_roots: tuple[Path, ...] = ()) -> None:
         """The files the spec names exist where the job runs (called by the orchestrator); with
@@ -123,10 +143,12 @@ class JobSpec:
                                        + f" is outside the orchestrator's allowed roots "
                                        f"({', '.join(str(root) for root in allowed_roots)})")
         folder = Path(self.dataset)
-        if not (folder / "corpus.jsonl").exists() and not (folder / "corpus.jsonl.gz").exists():
+        if self.instructions:
+            self._check_instruction_folder()
+        elif not (folder / "corpus.jsonl").exists() and not (folder / "corpus.jsonl.gz").exists():
             raise JobSpecError(f"job spec field 'dataset': {self.dataset} holds no corpus.jsonl on the orchestrator's filesystem")
         qrels = folder / "qrels" / f"{self.split}.tsv"
-        if not qrels.exists():
+        if not self.instructions and not qrels.exists():
             raise JobSpecError(f"job spec field 'split': {qrels} does not exist")
         for field in ("endpoint", "reranker_endpoint", "judge"):
             value = getattr(self, field)
@@ -141,6 +163,15 @@ class JobSpec:
             with enforced(allowed_roots):
                 self._open_files_inside()
 
+    def _check_instruction_folder(self) -> None:
+        from irforge.data.errors import DataFormatError
+        from irforge.instructions.collection import open_instruction_collections
+
+        try:
+            open_instruction_collections(self.dataset, self.split)
+        except (OutsideAllowedRoots, DataFormatError) as error:
+            raise JobSpecError(f"job spec field 'dataset': {error}") from None
+
     def _open_files_inside(self) -> None:
         """What the job will open, each through the allowed-roots check (see check_paths)."""
         from irforge.data import BeirDataset
@@ -152,8 +183,11 @@ class JobSpec:
 
         field = "dataset"
         try:
-            dataset = BeirDataset.open(self.dataset)
-            _ = dataset.corpus_path, dataset.queries_path, dataset.qrels_path(self.split)
+            if self.instructions:
+                self._check_instruction_folder()
+            else:
+                dataset = BeirDataset.open(self.dataset)
+                _ = dataset.corpus_path, dataset.queries_path, dataset.qrels_path(self.split)
             for field in ("endpoint", "reranker_endpoint"):
                 if getattr(self, field):
                     EndpointSpec.from_file(getattr(self, field)).check_files()
@@ -187,6 +221,8 @@ class JobSpec:
             measures=list(self.measures), top_k=self.top_k, keep_identical_ids=self.keep_identical_ids,
             holes=orchestrator_pb2.HoleFillingSpec(depth=self.holes_depth, judge=self.judge),
             output=self.output, shards=self.shards, name=self.name,
+            instructions=orchestrator_pb2.InstructionsSpec(enabled=self.instructions, template=self.instruction_template,
+                                                           robustness_k=self.robustness_k),
         )
 
     @classmethod
@@ -207,9 +243,12 @@ class JobSpec:
             fusion_weights=tuple(message.fusion.weights) or d.fusion_weights,
             endpoint=message.endpoint, reranker_model=message.reranker.model,
             reranker_endpoint=message.reranker.endpoint, rerank_depth=opt(message.reranker, "depth", d.rerank_depth),
-            measures=tuple(message.measures) or d.measures, top_k=opt(message, "top_k", d.top_k),
+            measures=tuple(message.measures) or (INSTRUCTION_MEASURES if message.instructions.enabled else d.measures),
+            top_k=opt(message, "top_k", d.top_k),
             keep_identical_ids=message.keep_identical_ids, holes_depth=message.holes.depth, judge=message.holes.judge,
             output=message.output, shards=message.shards, name=message.name,
+            instructions=message.instructions.enabled, instruction_template=message.instructions.template,
+            robustness_k=opt(message.instructions, "robustness_k", d.robustness_k),
         ).validate()
 
     # -- files and flags ----------------------------------------------------------------------
@@ -264,12 +303,25 @@ class JobSpec:
             hnsw_ef=args.hnsw_ef, fusion=args.fusion, rrf_k=args.rrf_k, fusion_weights=weights,
             endpoint=path(args.endpoint), reranker_model=args.reranker or "",
             reranker_endpoint=path(args.reranker_endpoint), rerank_depth=args.rerank_depth,
-            measures=tuple(args.measures or DEFAULT_MEASURES), top_k=args.top_k,
+            measures=tuple(args.measures or (INSTRUCTION_MEASURES if getattr(args, "instructions", False) else DEFAULT_MEASURES)),
+            top_k=args.top_k,
             keep_identical_ids=args.keep_identical_ids, holes_depth=getattr(args, "fill_holes", 0) or 0,
             judge="" if getattr(args, "judge", None) in (None, "embedded") else path(args.judge),
             output=path(getattr(args, "out", None)),
             shards=getattr(args, "shards", 0) or 0, name=getattr(args, "name", "") or "",
+            instructions=bool(getattr(args, "instructions", False)),
+            instruction_template=_template_flag(getattr(args, "instruction_template", None)),
+            robustness_k=getattr(args, "robustness_k", 10),
         ).validate()
+
+
+def _template_flag(value: str | None) -> str:
+    from irforge.instructions.queries import InstructionTemplate
+
+    try:
+        return InstructionTemplate.from_flag(value).template or ""
+    except ValueError as error:
+        raise JobSpecError(str(error)) from None
 
 
 PATH_FIELDS = ("dataset", "endpoint", "reranker_endpoint", "judge", "output")

@@ -36,7 +36,22 @@ LAYER_FILES = EVAL_SET[2:]    # qrels.judged.tsv and its provenance: only when h
 
 
 def result_files(folder: Path) -> list[str]:
+    """The files of a job's result set: results.json and the run(s) it names (and a judged layer)."""
+    instruction_runs = _instruction_runs(folder)
+    if instruction_runs is not None:
+        return ["results.json", *instruction_runs]
     return [*RESULT_FILES, *(name for name in LAYER_FILES if (folder / name).exists())]
+
+
+def _instruction_runs(folder: Path) -> list[str] | None:
+    """The run files of an instruction-following results.json (one per dimension and mode), else None."""
+    from irforge.instructions.job import run_files
+
+    path = folder / "results.json"
+    if not path.exists():
+        return None
+    results = json.loads(path.read_text(encoding="utf-8"))
+    return run_files(results) if results.get("kind") == "instructions" else None
 
 
 def plan_steps(spec: JobSpec, endpoint_kind: str = "") -> list[str]:
@@ -55,7 +70,7 @@ def plan_steps(spec: JobSpec, endpoint_kind: str = "") -> list[str]:
     steps.append(EVALUATE)
     if spec.holes_depth > 0:  # after evaluating, as `irforge eval --fill-holes`: metrics before and after
         steps.append(JUDGE)
-    return steps
+    return steps if not spec.instructions else [EVALUATE]   # one step: see evaluate_instructions
 
 
 # -- persisted state --------------------------------------------------------------------------
@@ -209,6 +224,8 @@ def final_stage_output(ctx: StepContext) -> dict:
 
 
 def evaluate(ctx: StepContext) -> dict:
+    if ctx.spec.instructions:
+        return evaluate_instructions(ctx)
     final = final_stage_output(ctx)
     stage = StoredStage(final, read_run(ctx.job_dir / final["run_file"]), merged_tracker(ctx.outputs, ctx.judged))
     spec = ctx.spec
@@ -237,6 +254,32 @@ def _evaluate_into(ctx: StepContext, stage: StoredStage, eval_spec: EvalJobSpec)
     results["job_id"] = ctx.job_id
     write_json_atomic(eval_spec.out_dir / "results.json", results)
     return results
+
+
+def evaluate_instructions(ctx: StepContext) -> dict:
+    """An instruction-following job in one step, as `irforge eval-instructions` runs it over the
+    services: per dimension, index (reused when READY), retrieve every mode, evaluate. A step that
+    stops midway is redone whole on resume; the indexes it finished are found READY then."""
+    from irforge.instructions.job import InstructionJob, InstructionJobSpec
+    from irforge.instructions.queries import InstructionTemplate
+    from irforge.pipeline.retrievers.rerank import RerankingRetriever
+
+    spec, out_dir = ctx.spec, ctx.job_dir / "results"
+    retriever = ctx.first_stage()
+    if spec.has_reranker:
+        retriever = RerankingRetriever(retriever, ctx.reranker(), depth=spec.rerank_depth, progress=ctx.progress)
+    job_spec = InstructionJobSpec(collection=Path(spec.dataset), out_dir=out_dir, split=spec.split, top_k=spec.top_k,
+                                  measures=spec.measures, template=InstructionTemplate(spec.instruction_template or None),
+                                  drop_identical_ids=not spec.keep_identical_ids, robustness_k=spec.robustness_k)
+    # Two jobs on one folder would build the same indexes at once (the corpus service refuses a second writer).
+    with ctx.lock(f"instructions:{Path(spec.dataset).resolve()}"), OutputSet(out_dir) as staging:
+        job = InstructionJob(replace(job_spec, out_dir=staging), retriever, ctx.evaluator(), ctx.mode)
+        results = job.evaluate()
+        results["job_id"] = ctx.job_id
+        write_json_atomic(staging / "results.json", results)
+    if spec.output:
+        copy_results(out_dir, Path(spec.output))
+    return {"metrics": results["metrics"], "results_dir": str(out_dir)}
 
 
 def copy_results(source: Path, target: Path) -> None:
