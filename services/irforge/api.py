@@ -8,6 +8,7 @@
 
     scores = irforge.metrics("qrels/test.tsv", "runs/x/run.trec", measures=["nDCG@10", "P@10"], complete=True)
     report = irforge.judge_holes("../shared/data/beir/scifact", "runs/x/run.trec", depth=10, out="runs/x-judged")
+    following = irforge.evaluate_instructions("data/scifact-instructions", retriever="bm25")   # docs/instructions.md
 
 Keyword arguments are the commands' options by their long names, with `_` for `-`
 (`top_k=100`, `fill_holes=10`, `keep_identical_ids=True`, `measures=[...]` for `-m`). They go
@@ -25,7 +26,7 @@ from pathlib import Path
 
 from irforge.results import Results
 
-__all__ = ["Results", "evaluate", "judge_holes", "metrics"]
+__all__ = ["Results", "evaluate", "evaluate_instructions", "judge_holes", "metrics"]
 
 
 def evaluate(dataset: str | Path, *, out: str | Path | None = None, **options) -> Results:
@@ -41,6 +42,21 @@ def evaluate(dataset: str | Path, *, out: str | Path | None = None, **options) -
     except eval_cmd.UsageError as error:
         raise ValueError(str(error)) from None
     return results
+
+
+def evaluate_instructions(dataset: str | Path, *, out: str | Path | None = None, **options) -> Results:
+    """Instruction-following evaluation as `irforge eval-instructions --dataset DATASET --out OUT ...`
+    (e.g. `instruction_template="Instruct: {instruction}\\nQuery: {query}"`, `retriever="dense"`);
+    returns OUT/results.json. Without `out`, a new temporary folder holds it and the run files."""
+    from irforge.cli import instructions_cmd
+    from irforge.cli.eval_cmd import UsageError
+
+    out = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="irforge-instructions-"))
+    args = _arguments("eval-instructions", {"dataset": dataset, "out": out, **options})
+    try:
+        return instructions_cmd.evaluate_instructions(args, None)
+    except UsageError as error:
+        raise ValueError(str(error)) from None
 
 
 def metrics(qrels: str | Path, run: str | Path, *, measures: list[str] | None = None, complete: bool = False,

@@ -155,3 +155,41 @@ def test_bm25_reads_query_plus_instruction_and_a_template(tmp_path, scifact_inst
     assert templated["retriever"]["instruction"]["text_models_see"] == "{instruction}\n{query}"
     # For BM25 word order does not matter: the same scores, so the same metrics.
     assert templated["metrics"] == pytest.approx(plain["metrics"])
+
+
+def test_instructir_layout_reports_robustness_over_each_base_query(tmp_path):
+    """InstructIR: query ids <base>_<n>, each with its own instruction; Robustness@10 is the mean
+    over base queries of the worst variant's nDCG@10 (computed here from the per-query values)."""
+    folder = tmp_path / "instructir-tiny"
+    (folder / "qrels").mkdir(parents=True)
+    docs = {"d1": "solar panels on roofs", "d2": "wind turbines offshore", "d3": "solar panel prices",
+            "d4": "wind farm noise", "d5": "hydro dams"}
+    (folder / "corpus.jsonl").write_text("".join(json.dumps({"_id": d, "text": t}) + "\n" for d, t in docs.items()))
+    queries = [("energy_0", "renewable energy", "about solar panels"), ("energy_1", "renewable energy", "about wind turbines"),
+               ("dams_0", "water power", "about hydro dams")]
+    (folder / "queries.jsonl").write_text("".join(json.dumps({"_id": q, "text": t, "instruction": i}) + "\n" for q, t, i in queries))
+    (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nenergy_0\td1\t1\nenergy_0\td3\t1\n"
+                                               "energy_1\td2\t1\nenergy_1\td4\t1\ndams_0\td5\t1\n")
+    out = tmp_path / "out"
+    assert main(["eval-instructions", "--dataset", str(folder), "--index-dir", str(tmp_path / "idx"), "--out", str(out)]) == 0
+    results = json.loads((out / "results.json").read_text())
+    assert results["layout"] == "instructir" and list(results["metrics"]) == ["nDCG@10", "Robustness@10"]
+    ndcg = {q: v["nDCG@10"] for q, v in results["per_query"].items()}
+    worst = {"energy": min(ndcg["energy_0"], ndcg["energy_1"]), "dams": ndcg["dams_0"]}
+    assert results["dimensions"]["instructir-tiny"]["robustness_per_base_query"] == pytest.approx(worst)
+    assert results["metrics"]["Robustness@10"] == pytest.approx((worst["energy"] + worst["dams"]) / 2)
+    assert results["files"]["runs"] == {"instructir-tiny": {"instructed": "instructir-tiny.instructed.trec"}}
+
+
+def test_python_api_returns_what_the_command_writes(tmp_path, scripted, scripted_server):
+    import irforge
+
+    collection = scripted.write_collection(tmp_path / "if-tiny")
+    spec = write_spec(tmp_path / "search.yaml", "search-http", scripted_server.url)
+    results = irforge.evaluate_instructions(collection, endpoint=spec, out=tmp_path / "out")
+    assert results == json.loads((tmp_path / "out" / "results.json").read_text())
+    assert results.metrics == pytest.approx(scripted.EXPECTED, abs=1e-12)
+    assert set(results.run_paths) == {"if-tiny.og.trec", "if-tiny.changed.trec", "if-tiny.reversed.trec"}
+    assert results.run_path is None and "SICR" in results.table()
+    with pytest.raises(ValueError, match="instruction-template"):
+        irforge.evaluate_instructions(collection, instruction_template="{query}", out=tmp_path / "bad")

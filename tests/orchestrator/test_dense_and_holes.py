@@ -146,24 +146,25 @@ def test_sharded_encoding_fills_the_cache_before_indexing(platform, scifact_tiny
     assert results["counts"]["documents_reused_from_cache"] == len(lines)
 
 
-def test_hybrid_instruction_job_matches_the_command(platform, beir_dir, tmp_path):
-    """An instruction-following job (hybrid: BM25 + the Encoder service) gives the metrics and runs
+@pytest.mark.parametrize("retriever", ["dense", "hybrid"])
+def test_instruction_job_matches_the_command(platform, beir_dir, tmp_path, retriever):
+    """An instruction-following job (dense, or hybrid: BM25 + the Encoder service) gives the metrics
     `irforge eval-instructions` gives in-process with the same model."""
     from irforge.instructions.scifact_build import build
 
     orchestrator, root = platform
     collection = tmp_path / "scifact-if"
     build(beir_dir / "scifact", collection, max_queries=5, distractors=30)
-    job_id = orchestrator.submit(JobSpec(dataset=str(collection), retriever="hybrid", model=MODEL, instructions=True,
+    job_id = orchestrator.submit(JobSpec(dataset=str(collection), retriever=retriever, model=MODEL, instructions=True,
                                          measures=("nDCG@10",)).validate())
     record, _ = wait_for(orchestrator, job_id, timeout=300)
     assert record.state == JobState.SUCCEEDED, record.error
     job = results_of(orchestrator, job_id)
     out = tmp_path / "local"
-    assert main(["eval-instructions", "--dataset", str(collection), "--retriever", "hybrid", "--model", MODEL,
+    assert main(["eval-instructions", "--dataset", str(collection), "--retriever", retriever, "--model", MODEL,
                  "--index-dir", str(tmp_path / "idx"), "--vector-dir", str(tmp_path / "vec"),
                  "--embedding-cache", str(tmp_path / "cache.sqlite3"), "--out", str(out)]) == 0
     local = json.loads((out / "results.json").read_text())
-    assert job["retriever"]["name"] == local["retriever"]["name"] == "hybrid"
+    assert job["retriever"]["name"] == local["retriever"]["name"] == retriever
     assert job["metrics"] == pytest.approx(local["metrics"], abs=1e-6)
     assert set(job["metrics"]) >= {"nDCG@10[og]", "WISE", "SICR", "p-MRR"}

@@ -127,3 +127,36 @@ def test_submit_flags_and_spec_files_ask_for_instruction_jobs(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(JobSpecError, match="job spec field 'dataset': .*no instruction-following collection"):
         replace(spec, dataset=str(tmp_path / "empty")).check_paths()
+
+
+def test_followir_layout_with_a_reranker_job_equals_the_command(tmp_path, make_orchestrator, beir_dir):
+    """FollowIR's two-mode layout, BM25 reranked by a rerank-http endpoint, through the orchestrator
+    and in-process: the same metrics (nDCG per mode and p-MRR), and the reranker saw instructed queries."""
+    from irforge.instructions.scifact_build import build
+
+    spec = importlib.util.spec_from_file_location("irforge_docs_rerank_server_orch", Path(__file__).resolve().parents[1] / "docs" / "rerank_server.py")
+    rerank_server = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(rerank_server)
+    collection = tmp_path / "followir"
+    build(beir_dir / "scifact", collection, max_queries=6, distractors=60, layout="followir")
+    server = rerank_server.RerankServer()
+    try:
+        reranker = tmp_path / "rerank.yaml"
+        reranker.write_text(f"kind: rerank-http\nurl: {server.url}\nmodel: bm25-reranker\n")
+        orchestrator = make_orchestrator()
+        job_id = orchestrator.submit(JobSpec(dataset=str(collection), instructions=True, measures=("nDCG@10",),
+                                             reranker_endpoint=str(reranker), rerank_depth=20).validate())
+        record, _ = wait_for(orchestrator, job_id)
+        assert record.state == JobState.SUCCEEDED, record.error
+        out = tmp_path / "local"
+        assert main(["eval-instructions", "--dataset", str(collection), "--index-dir", str(tmp_path / "idx"),
+                     "--reranker-endpoint", str(reranker), "--rerank-depth", "20", "--out", str(out)]) == 0
+    finally:
+        server.close()
+    job = json.loads((orchestrator.results_dir(job_id) / "results.json").read_text())
+    local = json.loads((out / "results.json").read_text())
+    assert job["layout"] == local["layout"] == "followir"
+    assert list(local["metrics"]) == ["nDCG@10[og]", "nDCG@10[changed]", "p-MRR"]
+    assert job["metrics"] == pytest.approx(local["metrics"])
+    assert job["retriever"]["name"] == "bm25-rerank"
+    assert any("Only documents" in request["query"] for request in server.requests)

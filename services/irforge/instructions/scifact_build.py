@@ -538,12 +538,19 @@ def _count(minimum: int):
     return parse
 
 
+DESCRIPTION = ("Build an instruction-following test collection (InfoSearch layout: original, instructed and reversely "
+               "instructed modes) from BEIR SciFact, without an LLM: a keyword and a length dimension, one sub-folder "
+               "each, and BUILD.json.")
+
+
 def build_parser() -> IrforgeParser:
-    parser = IrforgeParser(
-        prog="python -m irforge.instructions.scifact_build",
-        description="Build an instruction-following test collection (InfoSearch layout: original, instructed "
-                    "and reversely instructed modes) from BEIR SciFact, without an LLM: a keyword and a length "
-                    "dimension, one sub-folder each, and BUILD.json.")
+    parser = IrforgeParser(prog="python -m irforge.instructions.scifact_build", description=DESCRIPTION)
+    add_arguments(parser)
+    return parser
+
+
+def add_arguments(parser) -> None:
+    """The builder's options: `python -m irforge.instructions.scifact_build` and `irforge build-instructions`."""
     parser.add_argument("--source", required=True, type=Path, metavar="DIR",
                         help="the BEIR SciFact folder (corpus.jsonl, queries.jsonl, qrels/test.tsv)")
     parser.add_argument("--out", required=True, type=Path, metavar="DIR",
@@ -558,17 +565,20 @@ def build_parser() -> IrforgeParser:
                              "(default: %(default)s)")
     parser.add_argument("--force", action="store_true",
                         help="replace --out when it holds an earlier build (a non-empty folder is refused otherwise)")
-    return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    return run(parser.parse_args(argv), parser.prog)
+
+
+def run(args, prog: str) -> int:
+    """Build as the parsed options say; print the counts; 2 with a one-line error when refused."""
     try:
         summary = build(args.source, args.out, max_queries=args.max_queries, distractors=args.distractors,
                         layout=args.layout, force=args.force)
     except (OutputFolderError, DataFormatError, ScifactBuildError, OSError) as error:
-        print(f"{parser.prog}: error: {error}", file=sys.stderr)
+        print(f"{prog}: error: {error}", file=sys.stderr)
         return 2
     for dimension, counts in summary["dimensions"].items():
         judged = ", ".join(f"{mode} {c['judgements']} ({c['relevant']} relevant)"
