@@ -85,7 +85,8 @@ def evaluate_instructions(args: argparse.Namespace, out) -> Results:
         except ValueError as error:
             raise UsageError(str(error)) from None
         with OutputSet(args.out) as staging:
-            job = InstructionJob(replace(spec, out_dir=staging), retriever, evaluator, mode)
+            job = InstructionJob(replace(spec, out_dir=staging), retriever, evaluator, mode,
+                                 announce=lambda line: print(line, file=sys.stderr, flush=True))
             results = Results(job.run(), folder=Path(args.out))
             print_table(results, out)
     return results

@@ -10,6 +10,7 @@ services and inside an orchestrator job alike.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -74,11 +75,13 @@ def without_identical_ids(run: Run) -> Run:
 
 
 class InstructionJob:
-    def __init__(self, spec: InstructionJobSpec, retriever: Retriever, evaluator: EvaluatorClient, mode: str):
+    def __init__(self, spec: InstructionJobSpec, retriever: Retriever, evaluator: EvaluatorClient, mode: str,
+                 announce: Callable[[str], None] = lambda line: None):
         self.spec = spec
         self.retriever = retriever
         self.evaluator = evaluator
         self.mode = mode
+        self.announce = announce  # one line per dimension and mode, so a long run says where it is
         self.timings: dict[str, float] = {"index_s": 0.0, "retrieve_s": 0.0, "evaluate_s": 0.0}
 
     def run(self) -> dict:
@@ -114,9 +117,6 @@ class InstructionJob:
         if not tracker.streamed:  # every index was reused: only note which judged documents exist
             for _ in tracker.observe(dataset.corpus()):
                 pass
-        # Snapshot now: a retriever's counters describe its latest prepare/retrieve.
-        described = self.retriever.describe()
-
         measures = list(spec.measures)
         robustness_measure = f"nDCG@{spec.robustness_k}"
         if collection.layout == "instructir" and robustness_measure not in measures:
@@ -127,7 +127,8 @@ class InstructionJob:
         runs: dict[str, Run] = {}
         files: dict[str, str] = {}
         problems = {}
-        for mode in collection.modes:
+        for number, mode in enumerate(collection.modes, start=1):
+            self.announce(f"{collection.dimension}: mode {mode} ({number}/{len(collection.modes)}), {len(queries)} queries")
             run = self._timed("retrieve_s", self.retriever.retrieve, mode_queries(queries, mode, spec.template), spec.top_k)
             runs[mode] = run
             name = f"{collection.dimension}.{mode}.trec"
@@ -142,6 +143,7 @@ class InstructionJob:
                 for query_id, values in result.per_query.items():
                     per_query.setdefault(query_id, {})[label] = values[measure]
 
+        described = self.retriever.describe()  # after this dimension's calls: endpoint counters, modes learned
         metric_runs = without_identical_ids(runs) if spec.drop_identical_ids else runs
         following = if_metrics.instruction_metrics(qrels, metric_runs, queries=known) if len(collection.modes) > 1 else {}
         if collection.layout == "instructir":
