@@ -38,9 +38,9 @@ def scripted_server():
 
 @pytest.fixture(scope="session")
 def scifact_instructions(beir_dir, tmp_path_factory) -> Path:
-    """Two dimensions (keyword, length) built from real SciFact: 20 queries each, 200 distractors."""
+    """Two dimensions (keyword, length) built from real SciFact: 12 queries each, 100 distractors."""
     from irforge.instructions.scifact_build import build
 
     out = tmp_path_factory.mktemp("scifact-instructions") / "collection"
-    build(beir_dir / "scifact", out, max_queries=20, distractors=200)
+    build(beir_dir / "scifact", out, max_queries=12, distractors=100)
     return out

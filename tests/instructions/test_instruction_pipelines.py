@@ -37,11 +37,13 @@ def test_dense_then_hybrid_reuse_the_cache_for_repeated_query_texts(scifact_inst
     assert set(dense["metrics"]) >= {"nDCG@10[og]", "nDCG@10[changed]", "nDCG@10[reversed]", "WISE", "SICR", "p-MRR"}
     counts = dense["dimensions"]["keyword"]["counts"]
     assert counts["documents_encoded"] > 0
+    queries = dense["dimensions"]["keyword"]["queries"]
+    assert counts["queries_encoded"] + counts["queries_reused_from_cache"] == 3 * queries  # every mode's texts
     # Hybrid encodes no document and no query again: every text is in the cache.
     hybrid = run(keyword, tmp_path / "hybrid", stores, "--retriever", "hybrid", "--model", "all-MiniLM-L6-v2")
     counts = hybrid["dimensions"]["keyword"]["counts"]
     assert counts["vectors_skipped"] is True
-    assert counts["queries_encoded"] == 0 and counts["queries_reused_from_cache"] > 0
+    assert counts["queries_encoded"] == 0 and counts["queries_reused_from_cache"] == 3 * queries
     assert hybrid["retriever"]["name"] == "hybrid"
     # The instructed texts differ from the plain ones, so the modes' runs differ.
     og = (tmp_path / "dense" / "keyword.og.trec").read_text()

@@ -70,6 +70,14 @@ def mode_measure(measure: str, mode: str, modes: tuple[str, ...]) -> str:
     return measure if len(modes) == 1 else f"{measure}[{mode}]"
 
 
+def dimension_counts(before: dict, after: dict) -> dict:
+    """A retriever's counters for one dimension: its index work as it stands after the dimension's
+    prepare, and the query work (queries_*, rerank_*, which add up over a run) as the difference."""
+    def per_dimension(key: str) -> bool:
+        return key.startswith(("queries_", "rerank_")) and isinstance(after[key], int) and not isinstance(after[key], bool)
+    return {key: after[key] - before.get(key, 0) if per_dimension(key) else after[key] for key in after}
+
+
 def without_identical_ids(run: Run) -> Run:
     return {query_id: {doc: score for doc, score in docs.items() if doc != query_id} for query_id, docs in run.items()}
 
@@ -127,6 +135,7 @@ class InstructionJob:
         runs: dict[str, Run] = {}
         files: dict[str, str] = {}
         problems = {}
+        before = self.retriever.counts()  # query counters add up over the run: this dimension's are the difference
         for number, mode in enumerate(collection.modes, start=1):
             self.announce(f"{collection.dimension}: mode {mode} ({number}/{len(collection.modes)}), {len(queries)} queries")
             run = self._timed("retrieve_s", self.retriever.retrieve, mode_queries(queries, mode, spec.template), spec.top_k)
@@ -167,7 +176,8 @@ class InstructionJob:
             "queries_with_value": {name: len(values) for name, values in following.items()},
             "files": files,
             "retriever": described,
-            "counts": {**self.retriever.counts(), "documents_failed": tracker.failed, "document_errors": tracker.errors},
+            "counts": {**dimension_counts(before, self.retriever.counts()), "documents_failed": tracker.failed,
+                       "document_errors": tracker.errors},
             "data": {
                 "path": str(collection.root.resolve()),
                 "corpus_fingerprint_sha256": fingerprint,

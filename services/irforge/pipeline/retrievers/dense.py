@@ -47,8 +47,14 @@ class DenseRetriever:
 
     def _record(self, what: str, stream: CachedEncoding) -> None:
         # Identical texts within a chunk are encoded once: they count as reused, not encoded.
-        self._counts[f"{what}_encoded"] = stream.stats.encoded
-        self._counts[f"{what}_reused_from_cache"] = stream.stats.reused + stream.stats.deduplicated
+        # Documents: this prepare's work. Queries: every retrieve of the run (an instruction job
+        # retrieves once per mode), so they add up.
+        encoded, reused = stream.stats.encoded, stream.stats.reused + stream.stats.deduplicated
+        if what == "queries":
+            encoded += self._counts[f"{what}_encoded"]
+            reused += self._counts[f"{what}_reused_from_cache"]
+        self._counts[f"{what}_encoded"] = encoded
+        self._counts[f"{what}_reused_from_cache"] = reused
 
     def prepare(self, dataset: BeirDataset, fingerprint: str, tracker: CorpusTracker) -> None:
         self.collection_id = collection_id_for(dataset.name, fingerprint, self.encoder.identity_key)
