@@ -108,8 +108,37 @@ TREC_ACCEPTED = [
     Case("qrels-bom-crlf", "qrels.txt", BOM + GOOD_TREC["qrels.txt"].replace(b"\n", b"\r\n"), "", ""),
 ]
 
-# -- instruction-following collections (issue 14) -----------------------------------------------
-# The InfoSearch-style reader (original / instructed / reversed modes) arrives with issue 14. Its
-# bad inputs go in a table here, built like BEIR_CASES (a GOOD_* folder, one file replaced per
-# row), and test_bad_inputs.py runs it through `irforge eval`, the services and the orchestrator
-# as it does BEIR_CASES.
+# -- instruction-following collections (InfoSearch layout: og / changed / reversed modes) ---------
+# Run by test_bad_inputs.py through `irforge eval-instructions`, over the gRPC services and as an
+# orchestrator job, like BEIR_CASES. A row may add a file (`qrels/test.tsv` beside the mode
+# folders) rather than replace one.
+
+IQ = b'{"_id": "q1", "text": "alpha", "instruction_og": "", "instruction_changed": "only t", "instruction_reversed": "not t"}\n'
+GOOD_INSTRUCTIONS = {
+    "corpus.jsonl": GOOD_BEIR["corpus.jsonl"],
+    "queries.jsonl": IQ + b'{"_id": "q2", "text": "gamma", "instruction_og": "", "instruction_changed": "only g", '
+                          b'"instruction_reversed": "not g"}\n',
+    "qrels_og/test.tsv": b"query-id\tcorpus-id\tscore\nq1\td1\t1\nq2\td2\t1\n",
+    "qrels_changed/test.tsv": b"query-id\tcorpus-id\tscore\nq1\td1\t1\nq2\td2\t0\n",
+    "qrels_reversed/test.tsv": b"query-id\tcorpus-id\tscore\nq1\td1\t0\nq2\td2\t1\n",
+}
+
+INSTRUCTION_CASES = [
+    Case("if-queries-missing-reversed-instruction", "queries.jsonl", IQ + b'{"_id": "q2", "text": "gamma", "instruction_og": "", '
+         b'"instruction_changed": "only g"}\n', "queries.jsonl:2", "query 'q2' has no `instruction_reversed`"),
+    Case("if-queries-instruction-not-text", "queries.jsonl", b'{"_id": "q1", "text": "alpha", "instruction_og": 5, '
+         b'"instruction_changed": "x", "instruction_reversed": "y"}\n', "queries.jsonl:1",
+         "`instruction_og` of query 'q1' must be a string"),
+    Case("if-queries-malformed-json", "queries.jsonl", IQ + b'{"_id": "q2", "text": \n', "queries.jsonl:2", "malformed JSON"),
+    Case("if-queries-instruction-null", "queries.jsonl", b'{"_id": "q1", "text": "alpha", "instruction_og": null, '
+         b'"instruction_changed": "x", "instruction_reversed": "y"}\n', "queries.jsonl:1",
+         '`instruction_og` of query \'q1\' must be a string ("" for none), got null'),
+    Case("if-corpus-duplicate-id", "corpus.jsonl", DOC + DOC, "corpus.jsonl:2", "duplicate document id 'd1' (first seen on line 1)"),
+    Case("if-qrels-changed-two-fields", "qrels_changed/test.tsv", b"query-id\tcorpus-id\tscore\nq1\td1\n",
+         "qrels_changed/test.tsv:2", "expected 3 tab-separated fields"),
+    Case("if-qrels-reversed-relevance-not-a-number", "qrels_reversed/test.tsv", b"q1\td1\t0\nq2\td2\thigh\n",
+         "qrels_reversed/test.tsv:2", "relevance 'high' is not a number"),
+    Case("if-qrels-og-invalid-utf8", "qrels_og/test.tsv", b"q1\td1\t1\nq2\td\xff\t1\n", "qrels_og/test.tsv:2", "not valid UTF-8"),
+    Case("if-ambiguous-qrels-beside-modes", "qrels/test.tsv", GOOD_BEIR["qrels/test.tsv"], ".",  # the folder
+         "ambiguous folder: both qrels/ (InstructIR layout) and qrels_og/"),
+]

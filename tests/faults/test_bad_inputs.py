@@ -33,12 +33,14 @@ from irforge.orchestrator import server as orchestrator_server
 from irforge.orchestrator.client import OrchestratorClient
 from irforge.orchestrator.context import ServiceAddresses
 from irforge.orchestrator.core import Orchestrator
-from irforge.orchestrator.errors import ResultsNotReady
+from irforge.orchestrator.errors import JobSpecError, ResultsNotReady
 from irforge.orchestrator.spec import JobSpec
 from irforge.orchestrator.store import JobState
 from irforge.v1 import common_pb2, evaluator_pb2, evaluator_pb2_grpc
 
-from .bad_inputs import BEIR_ACCEPTED, BEIR_CASES, GOOD_BEIR, GOOD_TREC, TREC_ACCEPTED, TREC_CASES, Case
+from .bad_inputs import (
+    BEIR_ACCEPTED, BEIR_CASES, GOOD_BEIR, GOOD_INSTRUCTIONS, GOOD_TREC, INSTRUCTION_CASES, TREC_ACCEPTED, TREC_CASES, Case,
+)
 
 
 def write_beir(root: Path, case: Case) -> Path:
@@ -240,3 +242,53 @@ def test_the_command_exits_2_without_a_traceback(command, case, tmp_path):
     assert done.stderr.strip().splitlines()[-1].startswith(f"irforge {command}: error: {expected(folder, case)}")
     assert "Traceback" not in done.stderr
     assert_nothing_in(tmp_path / "out")
+
+
+# -- instruction-following collections ------------------------------------------------------------
+
+def write_instructions(root: Path, case: Case) -> Path:
+    for name, data in {**GOOD_INSTRUCTIONS, case.file: case.data}.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_bytes(data)
+    return root
+
+
+def instructions_argv(dataset: Path, out: Path, *more: str) -> list[str]:
+    return ["eval-instructions", "--dataset", str(dataset), "--out", str(out), *more]
+
+
+def test_the_good_instruction_folder_evaluates(tmp_path, services, capsys):
+    """The rows' baseline: without the row's change, every path succeeds."""
+    dataset = tmp_path / "ds"
+    for name, data in GOOD_INSTRUCTIONS.items():
+        (dataset / name).parent.mkdir(parents=True, exist_ok=True)
+        (dataset / name).write_bytes(data)
+    assert main(instructions_argv(dataset, tmp_path / "out", "--index-dir", str(tmp_path / "indexes"))) == 0
+    assert main(instructions_argv(dataset, tmp_path / "out2", "--server", services)) == 0
+
+
+@pytest.mark.parametrize("case", INSTRUCTION_CASES, ids=str)
+@pytest.mark.parametrize("over_grpc", [False, True], ids=["in-process", "grpc"])
+def test_irforge_eval_instructions_refuses(case, over_grpc, services, tmp_path, capsys):
+    dataset = write_instructions(tmp_path / "ds", case)
+    where = ["--server", services] if over_grpc else ["--index-dir", str(tmp_path / "indexes")]
+    code = main(instructions_argv(dataset, tmp_path / "out", *where))
+    assert_refused(code, capsys.readouterr(), "eval-instructions", expected(dataset, case))
+    assert_nothing_in(tmp_path / "out")
+
+
+@pytest.mark.parametrize("case", INSTRUCTION_CASES, ids=str)
+def test_an_instruction_job_is_refused_or_fails_with_the_readers_message(case, orchestrator, tmp_path):
+    """A folder whose layout is wrong is refused at submission; a bad line fails the job: both with
+    the reader's message, and no results."""
+    core, client = orchestrator
+    dataset = write_instructions(tmp_path / "ds", case)
+    try:
+        job_id = client.submit(JobSpec(dataset=str(dataset), instructions=True, measures=("nDCG@10",)))
+    except JobSpecError as error:
+        assert f"job spec field 'dataset': {expected(dataset, case)}" in str(error)
+        return
+    assert list(client.watch(job_id))[-1].state == "FAILED"
+    record = client.get(job_id)
+    assert f"DataFormatError: {expected(dataset, case)}" in record.error and "Traceback" not in record.error
+    assert_nothing_in(core.job_dir(job_id) / "results")
