@@ -24,8 +24,6 @@ with warnings.catch_warnings():  # Ray's own pydantic deprecation warnings, at i
         EncoderDeploymentConfig,
         RayEncoder,
         start_encoder_app,
-        start_local_ray,
-        stop_local_ray,
     )
 
 from irforge.data import BeirDataset
@@ -38,12 +36,11 @@ REPLICA_PREFIX = f"SERVE_REPLICA::{APP}#EncoderDeployment#"
 
 
 @pytest.fixture(scope="module")
-def app():
-    start_local_ray(num_cpus=2)
+def app(local_ray):
     try:
         yield start_encoder_app(EncoderSpec("all-MiniLM-L6-v2"), EncoderDeploymentConfig(num_cpus=2), name=APP)
     finally:
-        stop_local_ray()
+        ray.serve.delete(APP)
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)
     pytest.importorskip("ray")
-    from irforge.models.serve import EncoderDeploymentConfig, RayEncoder, start_encoder_app, start_local_ray, stop_local_ray
+    from irforge.models.serve import EncoderDeploymentConfig, RayEncoder, start_encoder_app
 
 from irforge.models.encoder import EncoderCore, EncoderSpec, TextRole
 
@@ -24,13 +24,14 @@ TEXTS = [f"sentence number {i} about bone density and vitamin D" for i in range(
 
 
 @pytest.fixture(scope="module")
-def merging_encoder():
-    start_local_ray(num_cpus=2)
+def merging_encoder(local_ray):
+    from ray import serve
+
     try:
         config = EncoderDeploymentConfig(num_cpus=2, max_batch_size=4, batch_wait_timeout_s=0.5)
         yield RayEncoder(start_encoder_app(EncoderSpec("all-MiniLM-L6-v2"), config, name="encoder-merging"))
     finally:
-        stop_local_ray()
+        serve.delete("encoder-merging")
 
 
 def test_concurrent_calls_are_merged_and_split_back(merging_encoder):

@@ -22,7 +22,6 @@ with warnings.catch_warnings():  # Ray's own pydantic deprecation warnings, at i
         RerankerDeploymentConfig,
         start_reranker_app,
     )
-    from irforge.models.serve import start_local_ray, stop_local_ray
 
 from irforge.models.errors import ModelNotFound
 from irforge.models.reranker import RerankerSpec
@@ -35,12 +34,11 @@ QUERIES = ["vitamin D and bone density", "p53 apoptosis", "scurvy", "statins and
 
 
 @pytest.fixture(scope="module")
-def app(cross_encoder_dir):
-    start_local_ray(num_cpus=2)
+def app(cross_encoder_dir, local_ray):
     try:
         yield start_reranker_app(RerankerSpec(str(cross_encoder_dir)), RerankerDeploymentConfig(num_cpus=2), name=APP)
     finally:
-        stop_local_ray()
+        ray.serve.delete(APP)
 
 
 @pytest.fixture(scope="module")

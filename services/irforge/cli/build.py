@@ -94,11 +94,10 @@ def _reranker(args, stack: ExitStack):
 
         spec = RerankerSpec(model=args.reranker, device=args.device, precision=args.precision)
         if args.ray:
-            from irforge.models.reranker_serve import RayReranker, RerankerDeploymentConfig, start_reranker_app
-            from irforge.models.serve import start_local_ray, stop_local_ray
+            from irforge.models.reranker_serve import DEFAULT_APP_NAME, RayReranker, RerankerDeploymentConfig, start_reranker_app
+            from irforge.models.serve import release_local_ray, start_local_ray
 
-            start_local_ray()
-            stack.callback(stop_local_ray)
+            stack.callback(release_local_ray, start_local_ray(), DEFAULT_APP_NAME)
             return RayReranker(start_reranker_app(spec, RerankerDeploymentConfig()))
         return CrossEncoderReranker(spec)
     if args.reranker_endpoint:
@@ -141,10 +140,12 @@ def vector_backend_from_args(args: argparse.Namespace):
 def local_encoder(spec: EncoderSpec, use_ray: bool, stack: ExitStack):
     """(encoder, where it runs): a Ray Serve deployment on loopback, or the core in-process."""
     if use_ray:
-        from irforge.models.serve import EncoderDeploymentConfig, RayEncoder, start_encoder_app, start_local_ray, stop_local_ray
+        from irforge.models.serve import (
+            DEFAULT_APP_NAME, EncoderDeploymentConfig, RayEncoder, release_local_ray, start_encoder_app, start_local_ray,
+        )
 
-        start_local_ray()
-        stack.callback(stop_local_ray)
+        # A Ray this process already runs (a notebook's, a test session's) keeps running afterwards.
+        stack.callback(release_local_ray, start_local_ray(), DEFAULT_APP_NAME)
         return RayEncoder(start_encoder_app(spec, EncoderDeploymentConfig())), "ray-serve (local, loopback)"
     from irforge.models.encoder import EncoderCore
 

@@ -277,6 +277,17 @@ def stop_local_ray() -> None:
                 ray.shutdown()
 
 
+def release_local_ray(started: bool, app_name: str) -> None:
+    """Undo what a command did to Ray: shut Ray down if it started it, else delete only its own
+    Serve application, so a Ray the user (or a test session) already runs keeps running."""
+    if started:
+        stop_local_ray()
+        return
+    with _ray_lock:
+        if ray.is_initialized():
+            serve.delete(app_name)
+
+
 def start_encoder_app(spec: EncoderSpec, config: EncoderDeploymentConfig = EncoderDeploymentConfig(),
                       name: str = DEFAULT_APP_NAME, route_prefix: str | None = None) -> serve.handle.DeploymentHandle:
     """Deploy the encoder as Serve application `name`; returns once every replica is ready.
