@@ -10,6 +10,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import threading
+from collections import OrderedDict
 from dataclasses import asdict, dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -84,23 +86,50 @@ def resolve_model(spec: EncoderSpec) -> tuple[str, str, str]:
     return name, name, spec.revision or "hub-default"
 
 
+# Loaded models, shared by every EncoderCore of the process that asks for the same weights and
+# settings: a notebook, an orchestrator or a test session running many evaluations loads a model
+# once, not once per run. Keyed by everything that changes the loaded object (the weights' digest
+# for a folder, so changed weights load anew); the few most recent are kept.
+_LOADED: OrderedDict[tuple, object] = OrderedDict()
+_LOADED_LOCK = threading.Lock()
+MAX_LOADED_MODELS = 4
+
+
+def _shared_model(source: str, revision: str, spec: EncoderSpec, load):
+    key = (source, revision, spec.device, spec.precision, spec.max_seq_length)
+    with _LOADED_LOCK:
+        if key in _LOADED:
+            _LOADED.move_to_end(key)
+            return _LOADED[key]
+        model = load()
+        _LOADED[key] = model
+        while len(_LOADED) > MAX_LOADED_MODELS:
+            _LOADED.popitem(last=False)
+        return model
+
+
 class EncoderCore:
     def __init__(self, spec: EncoderSpec):
-        from sentence_transformers import SentenceTransformer
-
         self.spec = spec
         source, self.name, self.revision = resolve_model(spec)
+        self.model = _shared_model(source, self.revision, spec, lambda: self._load(source))
+        self.dimension = int(self.model.get_embedding_dimension())
+
+    def _load(self, source: str):
+        from sentence_transformers import SentenceTransformer
+
+        spec = self.spec
         try:
-            self.model = SentenceTransformer(source, device=spec.device, revision=spec.revision,
-                                             model_kwargs=self._model_kwargs())
+            model = SentenceTransformer(source, device=spec.device, revision=spec.revision,
+                                        model_kwargs=self._model_kwargs())
         except OSError as error:  # the hub cache has no such model and downloads are off
             raise ModelNotFound(
                 f"cannot load model {spec.model!r}: {error}. Give a local folder, a packaged model "
                 f"(e.g. all-MiniLM-L6-v2), or pre-fetch it into the hub cache"
             ) from None
         if spec.max_seq_length:
-            self.model.max_seq_length = spec.max_seq_length
-        self.dimension = int(self.model.get_embedding_dimension())
+            model.max_seq_length = spec.max_seq_length
+        return model
 
     def _model_kwargs(self) -> dict:
         if self.spec.precision == "float32":
