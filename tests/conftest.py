@@ -71,6 +71,8 @@ def pytest_collection_modifyitems(session, config, items):
 
 
 def pytest_collection_finish(session):
+    if session.config.option.collectonly:
+        return
     if any(SCIFACT_DENSE_FIXTURE in getattr(item, "fixturenames", ()) for item in session.items):
         argv = ["eval", "--dataset", str(BEIR / "scifact"), "--retriever", "dense", "--model", "all-MiniLM-L6-v2"]
         for flag, path in SCIFACT_DENSE_STORES.items():
