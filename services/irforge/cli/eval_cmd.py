@@ -97,17 +97,12 @@ def evaluate(args: argparse.Namespace, out) -> tuple[Results, int]:
             raise ValueError(f"--fill-holes must be at least 1, got {fill_holes}")
         if fill_holes is not None:
             judge_cmd.check_judge_choice(args)  # a bad --judge fails before the evaluation, not after it
-        settings = build.settings_from_args(args)
-        check_output_folder(args.out)  # not after the whole run, when the files cannot be written
-        check_outside(args.out, {flag: getattr(args, flag[2:].replace("-", "_"), None) for flag in STORES})
+        settings = pipeline_settings(args)
     except ValueError as error:
         raise UsageError(str(error)) from None
     out = out if out is not None else io.StringIO()
     with ExitStack() as stack:
-        try:
-            retriever, evaluator, mode = build.build_pipeline(args, settings, stack)
-        except ValueError as error:  # flag combinations, endpoint specs: before any work
-            raise UsageError(str(error)) from None
+        retriever, evaluator, mode = open_pipeline(args, settings, stack)
         # Everything OUT gets (with --fill-holes, the judged layer too) is written as one set: a
         # kill at any moment leaves the earlier set or this one, never results of one beside a run of the other.
         status = 0
@@ -119,6 +114,24 @@ def evaluate(args: argparse.Namespace, out) -> tuple[Results, int]:
                 status = judge_cmd.fill_holes_after_eval(args, staged, results, run_name=str(args.out / results["files"]["run"]),
                                                          out=out)
     return results, status
+
+
+def pipeline_settings(args: argparse.Namespace) -> build.Settings:
+    """The pipeline flags checked and OUT found writable, with the stores outside it: before any
+    work, not after the whole run, when the files could not be written (ValueError otherwise)."""
+    settings = build.settings_from_args(args)
+    check_output_folder(args.out)
+    check_outside(args.out, {flag: getattr(args, flag[2:].replace("-", "_"), None) for flag in STORES})
+    return settings
+
+
+def open_pipeline(args: argparse.Namespace, settings: build.Settings, stack: ExitStack):
+    """(retriever, evaluator, mode) for the flags; a bad flag combination or endpoint spec is a
+    UsageError, raised before any work."""
+    try:
+        return build.build_pipeline(args, settings, stack)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
 
 
 def _describe_retriever(retriever: dict) -> str:

@@ -10,9 +10,8 @@ from contextlib import ExitStack
 from dataclasses import replace
 from pathlib import Path
 
-from irforge.cli import build
-from irforge.cli.eval_cmd import STORES, UsageError, add_pipeline_arguments
-from irforge.common.output_set import OutputFolderError, OutputSet, check_output_folder, check_outside
+from irforge.cli.eval_cmd import UsageError, add_pipeline_arguments, open_pipeline, pipeline_settings
+from irforge.common.output_set import OutputFolderError, OutputSet
 from irforge.common.redact import redact_text
 from irforge.instructions.collection import open_instruction_collections
 from irforge.instructions.job import DEFAULT_INSTRUCTION_MEASURES, InstructionJob, InstructionJobSpec
@@ -72,20 +71,15 @@ def evaluate_instructions(args: argparse.Namespace, out) -> Results:
             template=InstructionTemplate.from_flag(args.instruction_template),
             drop_identical_ids=not args.keep_identical_ids, robustness_k=args.robustness_k,
         )
-        settings = build.settings_from_args(args)
-        check_output_folder(args.out)
-        check_outside(args.out, {flag: getattr(args, flag[2:].replace("-", "_"), None) for flag in STORES})
+        settings = pipeline_settings(args)
     except ValueError as error:
         raise UsageError(str(error)) from None
-    open_instruction_collections(args.dataset, args.split)  # a bad folder fails before any model loads
+    collections = open_instruction_collections(args.dataset, args.split)  # a bad folder fails before any model loads
     out = out if out is not None else io.StringIO()
     with ExitStack() as stack:
-        try:
-            retriever, evaluator, mode = build.build_pipeline(args, settings, stack)
-        except ValueError as error:
-            raise UsageError(str(error)) from None
+        retriever, evaluator, mode = open_pipeline(args, settings, stack)
         with OutputSet(args.out) as staging:
-            job = InstructionJob(replace(spec, out_dir=staging), retriever, evaluator, mode,
+            job = InstructionJob(replace(spec, out_dir=staging), retriever, evaluator, mode, collections=collections,
                                  announce=lambda line: print(line, file=sys.stderr, flush=True))
             results = Results(job.run(), folder=Path(args.out))
             print_table(results, out)

@@ -84,12 +84,14 @@ def without_identical_ids(run: Run) -> Run:
 
 class InstructionJob:
     def __init__(self, spec: InstructionJobSpec, retriever: Retriever, evaluator: EvaluatorClient, mode: str,
-                 announce: Callable[[str], None] = lambda line: None):
+                 announce: Callable[[str], None] = lambda line: None,
+                 collections: list[InstructionCollection] | None = None):
         self.spec = spec
         self.retriever = retriever
         self.evaluator = evaluator
         self.mode = mode
         self.announce = announce  # one line per dimension and mode, so a long run says where it is
+        self.collections = collections  # already opened (the command checks the folder before loading models)
         self.timings: dict[str, float] = {"index_s": 0.0, "retrieve_s": 0.0, "evaluate_s": 0.0}
 
     def run(self) -> dict:
@@ -100,7 +102,7 @@ class InstructionJob:
 
     def evaluate(self) -> dict:
         started = time.perf_counter()
-        collections = open_instruction_collections(self.spec.collection, self.spec.split)  # layout errors first
+        collections = self.collections or open_instruction_collections(self.spec.collection, self.spec.split)
         dimensions = {collection.dimension: self._dimension(collection) for collection in collections}
         self.timings["total_s"] = round(time.perf_counter() - started, 3)
         return self._results(collections, dimensions)
