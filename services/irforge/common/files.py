@@ -7,6 +7,7 @@ host and pid say whose it is, so the next run removes only those of processes th
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -108,3 +109,12 @@ def write_json_atomic(path: str | Path, value: Any) -> Path:
         json.dump(value, handle, indent=2, sort_keys=False, ensure_ascii=False)
         handle.write("\n")
     return Path(path)
+
+
+def file_sha256(path: str | Path) -> str:
+    """SHA-256 of a file's bytes, read in 1 MiB blocks (corpora, shard outputs, qrels): never whole in memory."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

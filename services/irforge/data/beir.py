@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections.abc import Iterator
@@ -11,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from irforge.common.allowed_roots import checked
+from irforge.common.files import file_sha256
 from irforge.data.entries import EntryError, add_judgement
 from irforge.data.errors import DataFormatError
 from irforge.data.qrels import parse_relevance
@@ -244,8 +244,4 @@ class BeirDataset:
 
     def corpus_fingerprint(self) -> str:
         """SHA-256 of the corpus file's bytes (streamed): a changed corpus gets a new index."""
-        digest = hashlib.sha256()
-        with open(self.corpus_path, "rb") as handle:
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(block)
-        return digest.hexdigest()
+        return file_sha256(self.corpus_path)

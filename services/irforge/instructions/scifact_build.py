@@ -50,7 +50,6 @@ BUILD.json this module wrote), never an arbitrary folder.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import math
 import re
@@ -61,6 +60,7 @@ from pathlib import Path
 from typing import Any
 
 from irforge.cli.parser import IrforgeParser
+from irforge.common.files import file_sha256
 from irforge.common.output_set import OutputFolderError, OutputSet
 from irforge.data.beir import BeirDataset
 from irforge.data.errors import DataFormatError
@@ -291,14 +291,6 @@ def plan_length(query_id: str, text: str, abstracts: list[Abstract], position: i
 # Output folder
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def _is_earlier_build(folder: Path) -> bool:
     try:
         return json.loads((folder / "BUILD.json").read_text(encoding="utf-8")).get("builder") == BUILDER
@@ -419,8 +411,8 @@ def build(source: Path, out: Path, *, max_queries: int | None = None, distractor
         "format_version": FORMAT_VERSION,
         "source": str(source.resolve()),
         "source_corpus_sha256": dataset.corpus_fingerprint(),
-        "source_queries_sha256": _sha256(dataset.queries_path),
-        "source_qrels_sha256": _sha256(dataset.qrels_path(SPLIT)),
+        "source_queries_sha256": file_sha256(dataset.queries_path),
+        "source_qrels_sha256": file_sha256(dataset.qrels_path(SPLIT)),
         "split": SPLIT,
         "options": {"max_queries": max_queries, "distractors": distractors, "layout": layout},
         "modes": list(MODES[layout]),

@@ -16,7 +16,6 @@ complete output, or no manifest (the shard reruns): never a manifest over partia
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import socket
@@ -27,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from irforge.common.files import atomic_write
+from irforge.common.files import atomic_write, file_sha256
 from irforge.sharding.errors import ShardOutputError
 from irforge.sharding.plan import Shard
 
@@ -45,14 +44,6 @@ def data_path(work_dir: Path, shard: Shard) -> Path:
 
 def manifest_path(work_dir: Path, shard: Shard) -> Path:
     return Path(work_dir) / f"{shard.name}.json"
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _fsync_dir(folder: Path) -> None:
