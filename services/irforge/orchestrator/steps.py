@@ -56,6 +56,8 @@ def _instruction_runs(folder: Path) -> list[str] | None:
 
 def plan_steps(spec: JobSpec, endpoint_kind: str = "") -> list[str]:
     """The steps a spec needs, in order (endpoint_kind: the kind of spec.endpoint, if any)."""
+    if spec.instructions:
+        return [EVALUATE]   # one step: see evaluate_instructions
     steps = []
     if endpoint_kind.startswith("search-"):
         pass  # the team's endpoint retrieves: nothing to index here
@@ -70,7 +72,7 @@ def plan_steps(spec: JobSpec, endpoint_kind: str = "") -> list[str]:
     steps.append(EVALUATE)
     if spec.holes_depth > 0:  # after evaluating, as `irforge eval --fill-holes`: metrics before and after
         steps.append(JUDGE)
-    return steps if not spec.instructions else [EVALUATE]   # one step: see evaluate_instructions
+    return steps
 
 
 # -- persisted state --------------------------------------------------------------------------
