@@ -60,3 +60,18 @@ def check_qrels_references(
                 if len(report.examples) < max_examples:
                     report.examples.append(f"document {doc_id!r} (query {query_id!r}) is not in the corpus")
     return report
+
+
+def qrels_fingerprint(qrels: Qrels) -> str:
+    """SHA-256 of the judgements themselves ("qid\\tdocid\\tlabel\\n", sorted), not of a file's bytes:
+    the same labels read from BEIR TSV or TREC qrels, CRLF or LF, in any order, share one
+    fingerprint, and a changed label changes it. `irforge compare` refuses to set results side by
+    side whose fingerprints differ (they were scored against different labels)."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for query_id in sorted(qrels):
+        judged = qrels[query_id]
+        for doc_id in sorted(judged):
+            digest.update(f"{query_id}\t{doc_id}\t{judged[doc_id]}\n".encode("utf-8"))
+    return digest.hexdigest()

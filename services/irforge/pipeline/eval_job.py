@@ -16,7 +16,7 @@ from typing import Protocol
 from irforge.common.files import write_json_atomic
 from irforge.common.versions import package_versions
 from irforge.data import BeirDataset, write_trec_run
-from irforge.data.qrels import check_qrels_references
+from irforge.data.qrels import check_qrels_references, qrels_fingerprint
 from irforge.data.types import Qrels, Run
 from irforge.evaluator.core import EvaluationOptions, EvaluationResult
 from irforge.evaluator.measures import DEFAULT_MEASURES
@@ -84,6 +84,7 @@ class EvalJob:
         result = self._timed("evaluate_s", self.evaluator.evaluate, eval_qrels, run, list(spec.measures), options)
         self.timings["total_s"] = round(time.perf_counter() - started, 3)
 
+        self.qrels_sha256 = qrels_fingerprint(eval_qrels)
         return self._results(dataset, fingerprint, queries, qrels, report, tracker, result, run_path)
 
     def _timed(self, name: str, step, *args):
@@ -118,6 +119,8 @@ class EvalJob:
                 "corpus_fingerprint_sha256": fingerprint,
                 "queries_in_split": len(queries),
                 "qrels_judgements": sum(len(j) for j in qrels.values()),
+                # the judgements scored against (the split's, for the queries evaluated): compare's identity check
+                "qrels_sha256": self.qrels_sha256,
                 "qrels_problems": report.as_dict(),
             },
             "counts": {
