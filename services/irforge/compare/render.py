@@ -1,0 +1,142 @@
+"""A comparison as text: the terminal table, Markdown, LaTeX (booktabs), CSV (one row per
+comparison, every p-value) and JSON. Every format shows the same numbers; the table's means are
+over the queries compared (the ones every system answered)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+FORMATS = ("text", "markdown", "latex", "csv", "json")
+TEST_NAMES = {"t": "paired t-test", "wilcoxon": "Wilcoxon signed-rank", "randomization": "randomization test",
+              "bootstrap": "paired bootstrap"}
+CORRECTION_NAMES = {"holm": "Holm", "bonferroni": "Bonferroni", "bh": "Benjamini-Hochberg", "none": "no"}
+
+
+def render(comparison: dict, fmt: str) -> str:
+    return {"text": text, "markdown": markdown, "latex": latex, "csv": csv_rows, "json": as_json}[fmt](comparison)
+
+
+def legend(comparison: dict) -> str:
+    s = comparison["settings"]
+    correction = CORRECTION_NAMES[s["correction"]]
+    base = f"against the baseline {comparison['baseline']}" if comparison["baseline"] else "all pairs"
+    return (f"{comparison['queries']['compared']} queries compared, {base}; letters: significantly better than that system "
+            f"({TEST_NAMES[s['significance_test']]}, {correction} correction, alpha {s['alpha']:g}); best per column in bold")
+
+
+def _title(comparison: dict) -> str:
+    datasets = sorted({str(s["dataset"]) for s in comparison["systems"] if s["dataset"]})
+    splits = sorted({str(s["split"]) for s in comparison["systems"] if s["split"]})
+    return " · ".join(filter(None, [", ".join(datasets), ", ".join(splits)])) or "comparison"
+
+
+def text(comparison: dict) -> str:
+    measures = comparison["measures"]
+    rows = comparison["table"]
+    label_width = max(len("system"), *(len(r["system"]) for r in rows))
+    cells = {(r["system"], m): _cell(r["values"][m], lambda v: f"{v:.4f}", "*", lambda ls: f" [{','.join(ls)}]")
+             for r in rows for m in measures}
+    widths = {m: max(len(m), *(len(cells[(r["system"], m)]) for r in rows)) for m in measures}
+    out = [_title(comparison), "   " + f"{'system':<{label_width}}  " + "  ".join(f"{m:<{widths[m]}}" for m in measures)]
+    for r in rows:
+        out.append(f"{r['letter']:<2} {r['system']:<{label_width}}  " + "  ".join(f"{cells[(r['system'], m)]:<{widths[m]}}" for m in measures))
+    out.append(legend(comparison).replace("in bold", "marked *"))
+    out.append("")
+    out.append("pairwise (difference = system - against; p corrected within each measure and test)")
+    tests = comparison["settings"]["tests"]
+    for c in comparison["comparisons"]:
+        ci = c["tests"].get("bootstrap", {}).get("ci")
+        interval = f" CI [{ci[0]:+.4f}, {ci[1]:+.4f}]" if ci else ""
+        effect = "n/a" if c["effect_size"] is None else f"{c['effect_size']:+.3f}"
+        ps = "  ".join(f"{t} p={c['tests'][t]['p']:.3g}→{c['tests'][t]['p_corrected']:.3g}{'*' if c['tests'][t]['significant'] else ''}"
+                       for t in tests)
+        out.append(f"  {c['measure']}: {c['system']} vs {c['against']}: {c['difference']:+.4f}{interval} d={effect} "
+                   f"W/T/L {c['wins']}/{c['ties']}/{c['losses']}  {ps}")
+    return "\n".join(out) + "\n"
+
+
+def markdown(comparison: dict) -> str:
+    measures = comparison["measures"]
+    out = [f"| | system | {' | '.join(measures)} |", "|---|---|" + "---:|" * len(measures)]
+    for r in comparison["table"]:
+        values = [_cell(r["values"][m], lambda v: f"{v:.4f}", None, lambda ls: f"<sup>{','.join(ls)}</sup>", bold=("**", "**"))
+                  for m in measures]
+        out.append(f"| {r['letter']} | {_md(r['system'])} | {' | '.join(values)} |")
+    out += ["", f"{legend(comparison)}.", ""]
+    tests = comparison["settings"]["tests"]
+    header = ["measure", "system", "against", "difference", "95% CI" if _has_ci(comparison) else None, "effect size", "W/T/L",
+              *[f"{t} p (corrected)" for t in tests]]
+    header = [h for h in header if h]
+    out += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for c in comparison["comparisons"]:
+        row = [c["measure"], _md(c["system"]), _md(c["against"]), f"{c['difference']:+.4f}"]
+        if _has_ci(comparison):
+            ci = c["tests"]["bootstrap"]["ci"]
+            row.append(f"[{ci[0]:+.4f}, {ci[1]:+.4f}]")
+        row += ["n/a" if c["effect_size"] is None else f"{c['effect_size']:+.3f}", f"{c['wins']}/{c['ties']}/{c['losses']}"]
+        row += [f"{c['tests'][t]['p']:.3g} ({c['tests'][t]['p_corrected']:.3g}){' *' if c['tests'][t]['significant'] else ''}"
+                for t in tests]
+        out.append("| " + " | ".join(row) + " |")
+    return "\n".join(out) + "\n"
+
+
+def latex(comparison: dict) -> str:
+    """A booktabs table: best per column in bold, superscript letters for significance (as ranx)."""
+    measures = comparison["measures"]
+    out = [r"\begin{table}[t]", r"\centering", r"\begin{tabular}{cl" + "c" * len(measures) + "}", r"\toprule",
+           " & System & " + " & ".join(_tex(m) for m in measures) + r" \\", r"\midrule"]
+    for r in comparison["table"]:
+        values = [_cell(r["values"][m], lambda v: f"{v:.4f}", None, lambda ls: r"\textsuperscript{" + ",".join(ls) + "}",
+                        bold=(r"\textbf{", "}")) for m in measures]
+        out.append(f"{r['letter']} & {_tex(r['system'])} & " + " & ".join(values) + r" \\")
+    out += [r"\bottomrule", r"\end{tabular}", r"\caption{" + _tex(legend(comparison)) + ".}", r"\end{table}"]
+    return "\n".join(out) + "\n"
+
+
+def csv_rows(comparison: dict) -> str:
+    """One row per (measure, pair), with every test's p-value before and after correction."""
+    tests = comparison["settings"]["tests"]
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    header = ["measure", "system", "against", "n", "mean", "mean_against", "difference", "effect_size", "wins", "ties", "losses"]
+    for t in tests:
+        header += [f"{t}_p", f"{t}_p_corrected", f"{t}_significant"]
+    if "bootstrap" in tests:
+        header += ["bootstrap_ci_low", "bootstrap_ci_high"]
+    writer.writerow(header)
+    for c in comparison["comparisons"]:
+        row = [c["measure"], c["system"], c["against"], c["n"], repr(c["mean"]), repr(c["mean_against"]), repr(c["difference"]),
+               "" if c["effect_size"] is None else repr(c["effect_size"]), c["wins"], c["ties"], c["losses"]]
+        for t in tests:
+            row += [repr(c["tests"][t]["p"]), repr(c["tests"][t]["p_corrected"]), c["tests"][t]["significant"]]
+        if "bootstrap" in tests:
+            row += [repr(v) for v in c["tests"]["bootstrap"]["ci"]]
+        writer.writerow(row)
+    return buffer.getvalue()
+
+
+def as_json(comparison: dict) -> str:
+    return json.dumps(comparison, indent=1, allow_nan=False) + "\n"
+
+
+def _cell(value: dict, number, best_mark, letters, bold=None) -> str:
+    text = number(value["mean"])
+    if value["best"]:
+        text = f"{bold[0]}{text}{bold[1]}" if bold else text + best_mark
+    return text + (letters(value["better_than"]) if value["better_than"] else "")
+
+
+def _has_ci(comparison: dict) -> bool:
+    return "bootstrap" in comparison["settings"]["tests"]
+
+
+def _md(text: str) -> str:
+    return text.replace("|", r"\|")
+
+
+def _tex(text: str) -> str:
+    replacements = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{",
+                    "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+    return "".join(replacements.get(ch, ch) for ch in text)
