@@ -69,6 +69,7 @@ NOT_RUN: dict[tuple[str, str], NotRun] = {
         NotRun("cluster", CLUSTER),
     ("README.md", "kubectl -n irforge exec deploy/irforge-judge"): NotRun("cluster", CLUSTER),
     ("README.md", "protos/irforge/v1/"): NotRun("not-a-command", "the source layout"),
+    ("docs/compare.md", "irforge compare RESULTS..."): NotRun("synopsis", SYNOPSIS),
     ("docs/holes-and-calibration.md", "irforge judge-holes --dataset"): NotRun("synopsis", SYNOPSIS),
     ("docs/holes-and-calibration.md", "irforge judge-calibrate --dataset"): NotRun("synopsis", SYNOPSIS),
     ("docs/holes-and-calibration.md", "thresholds 0.3958, 0.5871, 0.6550: wrote"):

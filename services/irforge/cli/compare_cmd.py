@@ -15,7 +15,8 @@ from irforge.common.files import write_json_atomic
 from irforge.compare import stats
 from irforge.compare.comparison import CompareSettings, compare_systems
 from irforge.compare.corrections import CORRECTIONS
-from irforge.compare.render import FORMATS, render
+from irforge.compare.render import FORMATS, render, render_suite
+from irforge.compare.suites import compare_suites, is_suite
 from irforge.compare.systems import ComparisonError, IDENTITY, check_comparable, load_results, load_run
 
 COMPARISON_SET = ("comparison.json", "comparison.md", "comparison.tex", "comparison.csv")
@@ -30,7 +31,8 @@ def add_parser(subparsers) -> None:
                     "splits, corpora, labels or evaluation options unless --allow-different says otherwise.",
     )
     parser.add_argument("inputs", nargs="+", metavar="RESULTS",
-                        help="a results folder or results.json of irforge eval; with --qrels, TREC run files")
+                        help="a results folder or results.json of irforge eval; an irforge bench OUT folder (suite.json: "
+                             "every dataset the suites share is compared); with --qrels, TREC run files")
     parser.add_argument("--qrels", type=Path, help="qrels (BEIR or TREC layout) to evaluate TREC run inputs against")
     parser.add_argument("--label", action="append", metavar="NAME",
                         help="a name per input, in order (default: the results folder's or run file's name)")
@@ -68,7 +70,7 @@ def run_compare(args: argparse.Namespace) -> int:
     except ComparisonError as error:
         print(f"irforge compare: error: {error}", file=sys.stderr)
         return 2
-    sys.stdout.write(render(comparison, args.format))
+    sys.stdout.write(render_any(comparison, args.format))
     return 0
 
 
@@ -88,15 +90,25 @@ def compare_from_args(args: argparse.Namespace) -> dict:
         raise ComparisonError(f"--label given {len(args.label)} times for {len(args.inputs)} inputs: one per input, in order")
     if args.out is not None:
         check_output_folder(args.out)
-    systems = load_systems(args)
-    check_comparable(systems, set(args.allow_different or ()))
-    comparison = compare_systems(systems, settings)
+    suites = [is_suite(path) for path in args.inputs]
+    if any(suites) and args.qrels is None:
+        if not all(suites):
+            raise ComparisonError("give either irforge bench folders (suite.json) or results, not both")
+        comparison = compare_suites(args.inputs, args.label, settings, set(args.allow_different or ()))
+    else:
+        systems = load_systems(args)
+        check_comparable(systems, set(args.allow_different or ()))
+        comparison = compare_systems(systems, settings)
     if args.out is not None:
         with OutputSet(args.out, replaces=COMPARISON_SET) as staging:
             write_json_atomic(staging / "comparison.json", comparison)
             for fmt, name in (("markdown", "comparison.md"), ("latex", "comparison.tex"), ("csv", "comparison.csv")):
-                (staging / name).write_text(render(comparison, fmt), encoding="utf-8")
+                (staging / name).write_text(render_any(comparison, fmt), encoding="utf-8")
     return comparison
+
+
+def render_any(comparison: dict, fmt: str) -> str:
+    return render_suite(comparison, fmt) if comparison["kind"] == "suite-comparison" else render(comparison, fmt)
 
 
 def load_systems(args: argparse.Namespace) -> list:

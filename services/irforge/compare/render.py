@@ -140,3 +140,69 @@ def _tex(text: str) -> str:
     replacements = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{",
                     "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
     return "".join(replacements.get(ch, ch) for ch in text)
+
+
+# -- a comparison across a suite (kind "suite-comparison"): one table per measure, systems by datasets
+
+def render_suite(comparison: dict, fmt: str) -> str:
+    if fmt == "json":
+        return as_json(comparison)
+    if fmt == "csv":
+        parts = [csv_rows(c) for c in comparison["comparisons"].values()]
+        header, rows = parts[0].splitlines()[0], []
+        for dataset, part in zip(comparison["comparisons"], parts):
+            rows += [f"{_csv_field(dataset)},{line}" for line in part.splitlines()[1:]]
+        return "\n".join([f"dataset,{header}", *rows]) + "\n"
+    tables = [_suite_table(comparison, measure, fmt) for measure in comparison["measures"]]
+    note = (f"letters: significantly better than that system on that dataset "
+            f"({TEST_NAMES[comparison['settings']['significance_test']]}, {CORRECTION_NAMES[comparison['settings']['correction']]} "
+            f"correction within each dataset, alpha {comparison['settings']['alpha']:g}); Mean: over the {len(comparison['datasets'])} datasets")
+    if fmt == "latex":
+        return "\n".join(tables).replace("%CAPTION%", _tex(note))
+    details = [f"\n## {dataset}\n\n" + (markdown(c) if fmt == "markdown" else text(c)) for dataset, c in comparison["comparisons"].items()]
+    return "\n".join(tables) + f"\n{note}\n" + "".join(details)
+
+
+def _suite_table(comparison: dict, measure: str, fmt: str) -> str:
+    datasets = comparison["datasets"]
+    systems = comparison["systems"]
+    mean_best = max(comparison["mean"][s["label"]][measure] for s in systems)
+    rows = []
+    for s in systems:
+        cells = []
+        for dataset in datasets:
+            row = next(r for r in comparison["comparisons"][dataset]["table"] if r["system"] == s["label"])
+            cells.append(row["values"][measure])
+        mean = comparison["mean"][s["label"]][measure]
+        cells.append({"mean": mean, "best": mean == mean_best, "better_than": []})
+        rows.append((s, cells))
+    columns = [*datasets, "Mean"]
+    if fmt == "latex":
+        out = [r"\begin{table}[t]", r"\centering", r"\begin{tabular}{cl" + "c" * len(columns) + "}", r"\toprule",
+               f"\\multicolumn{{{len(columns) + 2}}}{{c}}{{{_tex(measure)}}} \\\\", r"\midrule",
+               " & System & " + " & ".join(_tex(c) for c in columns) + r" \\", r"\midrule"]
+        for s, cells in rows:
+            values = [_cell(c, lambda v: f"{v:.4f}", None, lambda ls: r"\textsuperscript{" + ",".join(ls) + "}",
+                            bold=(r"\textbf{", "}")) for c in cells]
+            out.append(f"{s['letter']} & {_tex(s['label'])} & " + " & ".join(values) + r" \\")
+        out += [r"\bottomrule", r"\end{tabular}", r"\caption{%CAPTION%}", r"\end{table}", ""]
+        return "\n".join(out)
+    if fmt == "markdown":
+        out = [f"**{measure}**", "", f"| | system | {' | '.join(map(_md, columns))} |", "|---|---|" + "---:|" * len(columns)]
+        for s, cells in rows:
+            values = [_cell(c, lambda v: f"{v:.4f}", None, lambda ls: f"<sup>{','.join(ls)}</sup>", bold=("**", "**")) for c in cells]
+            out.append(f"| {s['letter']} | {_md(s['label'])} | {' | '.join(values)} |")
+        return "\n".join(out) + "\n"
+    texts = [[_cell(c, lambda v: f"{v:.4f}", "*", lambda ls: f" [{','.join(ls)}]") for c in cells] for _, cells in rows]
+    label_width = max(len("system"), *(len(s["label"]) for s, _ in rows))
+    widths = [max(len(col), *(len(t[i]) for t in texts)) for i, col in enumerate(columns)]
+    out = [measure, "   " + f"{'system':<{label_width}}  " + "  ".join(f"{c:<{w}}" for c, w in zip(columns, widths))]
+    for (s, _), t in zip(rows, texts):
+        out.append(f"{s['letter']:<2} {s['label']:<{label_width}}  " + "  ".join(f"{v:<{w}}" for v, w in zip(t, widths)))
+    return "\n".join(out) + "\n"
+
+
+def _csv_field(text: str) -> str:
+    buffer = io.StringIO()
+    csv.writer(buffer, lineterminator="").writerow([text])
+    return buffer.getvalue()
