@@ -26,7 +26,7 @@ from pathlib import Path
 
 from irforge.results import Results
 
-__all__ = ["Results", "evaluate", "evaluate_instructions", "judge_holes", "metrics"]
+__all__ = ["Results", "agreement", "compare_results", "evaluate", "evaluate_instructions", "judge_holes", "metrics"]
 
 
 def evaluate(dataset: str | Path, *, out: str | Path | None = None, **options) -> Results:
@@ -86,6 +86,34 @@ def judge_holes(dataset: str | Path, run: str | Path, *, depth: int, out: str | 
     return judge_cmd.judge_holes(args, io.StringIO())
 
 
+def compare_results(*inputs: str | Path, **options) -> dict:
+    """Paired significance tests between systems, as `irforge compare INPUT... ` (results folders,
+    bench folders, or TREC runs with `qrels=`): returns comparison.json's content (`table`,
+    `comparisons` with every p-value, `per_query`). E.g. `irforge.compare_results("runs/a", "runs/b",
+    baseline="a", correction="bh", tests=["t", "randomization"], out="runs/a-vs-b")`."""
+    from irforge.cli import compare_cmd
+
+    args = _arguments("compare", {"inputs": list(inputs), "test": options.pop("tests", None), **options})
+    try:
+        return compare_cmd.compare_from_args(args)
+    except compare_cmd.ComparisonError as error:
+        raise ValueError(str(error)) from None
+
+
+def agreement(*runs: str | Path, **options) -> dict:
+    """Kendall's tau, tau_AP and Spearman's rho between system rankings under two label sets, as
+    `irforge agreement` (runs with `qrels_a=[...]`, `qrels_b=[...]`; or `a=[...]`, `b=[...]`
+    results; or `table=`)."""
+    from irforge.cli import agreement_cmd
+    from irforge.compare.agreement import AgreementError
+
+    args = _arguments("agreement", {"runs": list(runs), **options})
+    try:
+        return agreement_cmd.agreement_from_args(args)
+    except (AgreementError, ValueError) as error:
+        raise ValueError(str(error)) from None
+
+
 def _arguments(command: str, options: dict) -> argparse.Namespace:
     """The Namespace `irforge COMMAND` would get for these options, via the command's own parser."""
     from irforge.cli.main import build_parser
@@ -108,9 +136,12 @@ def _arguments(command: str, options: dict) -> argparse.Namespace:
         if value is None or value is False:
             continue
         if not action.option_strings:
-            positionals.append(str(value))
+            positionals.extend(map(str, value) if isinstance(value, (list, tuple)) else [str(value)])
         elif isinstance(action, (argparse._StoreTrueAction, argparse._StoreConstAction)):
             argv.append(action.option_strings[-1])
+        elif action.nargs == "+" and isinstance(value, (list, tuple)):
+            argv.append(action.option_strings[-1])
+            argv.extend(map(str, value))
         elif isinstance(action, argparse._AppendAction):
             for item in [value] if isinstance(value, (str, Path)) else value:
                 argv.append(f"{action.option_strings[-1]}={item}")

@@ -162,3 +162,17 @@ def test_latex_escapes_what_a_label_may_hold(bm25_systems, capsys):
 def test_a_missing_input_is_named(tmp_path, capsys):
     code, _, err = run_cli("compare", tmp_path / "nothing", tmp_path / "nothing2", capsys=capsys)
     assert code == 2 and f"{tmp_path / 'nothing'}: no results.json there" in err
+
+
+def test_python_api_gives_what_the_command_writes(bm25_systems, tmp_path, capsys):
+    import irforge
+
+    comparison = irforge.compare_results(*bm25_systems.values(), baseline="bm25-default", tests=["t", "wilcoxon"],
+                                 measures=["nDCG@10"], out=tmp_path / "cmp")
+    written = json.loads((tmp_path / "cmp" / "comparison.json").read_text())
+    assert [c["tests"] for c in comparison["comparisons"]] == [c["tests"] for c in written["comparisons"]]
+    assert comparison["settings"]["tests"] == ["t", "wilcoxon"]
+    with pytest.raises(ValueError, match="is not one of the systems"):
+        irforge.compare_results(*bm25_systems.values(), baseline="nope")
+    agreement = irforge.agreement(a=list(bm25_systems.values()), b=list(bm25_systems.values()), permutations=200)
+    assert agreement["spearman_rho"]["value"] == 1.0
