@@ -29,8 +29,8 @@ def resolve_dataset(value: str | Path, *, datasets_dir: str | Path | None = None
     folder = Path(datasets_dir) if datasets_dir is not None else default_datasets_dir()
     entry, rest = _entry_and_rest(text, catalog)
     if entry is None:
-        raise DatasetError(f"--dataset {value}: no such folder, and not a dataset name{catalog.suggest(text)} "
-                           "(irforge datasets list)")
+        raise DatasetError(f"{value}: dataset folder not found, nor is it a dataset name{catalog.suggest(text)} "
+                           "(irforge datasets list shows the names)")
     state = copy_state(entry, folder)
     if not state.complete:
         to = f" --to {folder}" if folder != default_datasets_dir() else ""
