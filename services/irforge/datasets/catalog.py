@@ -123,12 +123,14 @@ def read_catalog_file(path: Path) -> list[Entry]:
         items = items["datasets"]
     if not isinstance(items, list):
         raise DatasetError(f"catalogue {path}: expected a list of {{name, url, md5 or sha256}} (or `datasets:` holding one)")
-    entries, seen = [], {entry.name for entry in BEIR}
+    entries, seen = [], set()
     for number, item in enumerate(items, 1):
         entry = _entry(path, number, item)
+        if entry.name.startswith("beir/"):
+            raise DatasetError(f"catalogue {path}, entry {number}: {entry.name}: beir/ names are BEIR's own archives "
+                               "(--mirror fetches them from elsewhere); name yours SOURCE/NAME, e.g. team/tickets")
         if entry.name in seen:
-            hint = " (a built-in BEIR dataset: --mirror fetches it from elsewhere)" if entry.name.startswith("beir/") else ""
-            raise DatasetError(f"catalogue {path}, entry {number}: {entry.name} is already named{hint}")
+            raise DatasetError(f"catalogue {path}, entry {number}: {entry.name} is named twice")
         seen.add(entry.name)
         entries.append(entry)
     return entries
