@@ -106,14 +106,18 @@ def _download(entry: Entry, options: DownloadOptions, target: Path, part: Path, 
         raise ChecksumMismatch(entry.name, entry.url, entry.algorithm, entry.checksum, digests[entry.algorithm])
     size = part.stat().st_size
     say(f"{entry.name}: {entry.algorithm} verified ({entry.checksum}); extracting")
-    with OutputSet(target, replaces=None) as staging:
-        files = extract_zip(part, staging, entry.name)
-        # In the staged set, so the folder and its marker appear together: no marker, not complete.
-        write_json_atomic(staging / MARKER, {
-            "name": entry.name, "url": entry.url, "algorithm": entry.algorithm, "checksum": entry.checksum,
-            "md5": digests["md5"], "sha256": digests["sha256"], "size": size, "files": files,
-            "downloaded_at": datetime.now(timezone.utc).isoformat(timespec="seconds"), "irforge": __version__,
-        })
+    try:
+        with OutputSet(target, replaces=None) as staging:
+            files = extract_zip(part, staging, entry.name)
+            # In the staged set, so the folder and its marker appear together: no marker, not complete.
+            write_json_atomic(staging / MARKER, {
+                "name": entry.name, "url": entry.url, "algorithm": entry.algorithm, "checksum": entry.checksum,
+                "md5": digests["md5"], "sha256": digests["sha256"], "size": size, "files": files,
+                "downloaded_at": datetime.now(timezone.utc).isoformat(timespec="seconds"), "irforge": __version__,
+            })
+    except DatasetError:
+        part.unlink(missing_ok=True)   # verified yet unusable (unsafe entries): downloading it again changes nothing
+        raise
     part.unlink(missing_ok=True)
     return Outcome(target, downloaded=True, url=entry.url, size=size, files=files)
 
@@ -174,7 +178,8 @@ def _fetch_once(client: httpx.Client, entry: Entry, part: Path) -> None:
         total = offset + int(length) if length and length.isdigit() else None
         with open(part, mode) as out, tqdm(total=total, initial=offset, desc=entry.name, unit="B", unit_scale=True,
                                            unit_divisor=1024, file=sys.stderr, disable=None, dynamic_ncols=True) as bar:
-            for chunk in response.iter_bytes(CHUNK):   # decoded: the file, whatever Content-Encoding carried it
+            # No chunk size: bytes are written as they arrive, so a dropped connection keeps all it got.
+            for chunk in response.iter_bytes():   # decoded: the file, whatever Content-Encoding carried it
                 out.write(chunk)
                 bar.update(len(chunk))
 
