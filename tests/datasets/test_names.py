@@ -129,3 +129,22 @@ def test_catalogue_entries_are_listed_and_the_variable_names_the_file(tmp_path, 
     rows = {row["name"]: row for row in json.loads(capsys.readouterr().out)}
     assert rows["team/tickets"]["checksum"] == "b" * 64 and rows["team/tickets"]["source"] == str(path)
     assert isinstance(load_catalog(), Catalog) and "team/tickets" in load_catalog()
+
+
+def test_submit_sends_the_copy_a_name_resolves_to_and_other_paths_unchanged(tmp_path, scifact_slice, monkeypatch):
+    """`irforge submit` resolves names here, as eval does; a missing path may be the orchestrator's own."""
+    from irforge.cli.main import build_parser
+    from irforge.orchestrator.errors import JobSpecError
+    from irforge.orchestrator.spec import JobSpec
+
+    datasets = tmp_path / "datasets"
+    monkeypatch.setenv("IRFORGE_DATASETS_DIR", str(datasets))
+    copy = lay_out_copy(datasets, "beir/scifact", scifact_slice, PUBLISHED["scifact"])
+
+    def submitted(dataset: str) -> str:
+        return JobSpec.from_eval_args(build_parser().parse_args(["submit", "--dataset", dataset])).dataset
+
+    assert submitted("beir/scifact") == str(copy.resolve())
+    assert submitted("/on/the/orchestrator/scifact") == "/on/the/orchestrator/scifact"
+    with pytest.raises(JobSpecError, match="run: irforge datasets download beir/fiqa"):
+        submitted("beir/fiqa")

@@ -43,6 +43,18 @@ def resolve_dataset(value: str | Path, *, datasets_dir: str | Path | None = None
     return resolved
 
 
+def is_dataset_name(value: str | Path, *, catalog: Catalog | None = None) -> bool:
+    """True when `value` is no existing path but starts with a catalogue name (`beir/scifact`,
+    `beir/cqadupstack/android`): for callers that must pass other missing paths on unchanged
+    (`irforge submit`, whose orchestrator may see folders this machine does not)."""
+    if Path(value).exists():
+        return False
+    try:
+        return _entry_and_rest(str(value).strip().strip("/"), catalog if catalog is not None else load_catalog())[0] is not None
+    except DatasetError:
+        return True   # a name with a bad sub-folder: resolve_dataset says what is wrong
+
+
 def _entry_and_rest(text: str, catalog: Catalog):
     """The catalogue entry a name starts with (the longest) and the sub-folder after it."""
     parts = text.split("/")
