@@ -49,6 +49,7 @@ def test_download_verifies_unpacks_marks_and_eval_runs_on_it(tmp_path, catalog, 
     assert marker["checksum"] == marker["sha256"] == hashlib.sha256(slice_zip).hexdigest()
     assert marker["md5"] == hashlib.md5(slice_zip).hexdigest() and marker["size"] == len(slice_zip)
     assert marker["url"] == server.url + ARCHIVE_PATH and marker["algorithm"] == "sha256"
+    assert marker["catalog"] == str(catalog.resolve())
     assert leftovers(datasets) == ["team", "team/scifact-mini", *sorted(
         f"team/scifact-mini/{p}" for p in (MARKER, "corpus.jsonl", "queries.jsonl", "qrels", "qrels/test.tsv"))]
 
@@ -63,6 +64,10 @@ def test_download_verifies_unpacks_marks_and_eval_runs_on_it(tmp_path, catalog, 
     assert by_name["data"]["corpus_fingerprint_sha256"] == by_path["data"]["corpus_fingerprint_sha256"]
     assert by_name["metrics"] == by_path["metrics"] and by_name["metrics"]["nDCG@10"] > 0
     assert irforge.evaluate(NAME, out=tmp_path / "api", index_dir=str(tmp_path / "ix")).metrics == by_name["metrics"]
+
+    monkeypatch.delenv("IRFORGE_DATASETS_CATALOG")     # the name is the catalogue's: without it, say which file
+    with pytest.raises(ValueError, match=f"downloaded with the catalogue {catalog}: set IRFORGE_DATASETS_CATALOG={catalog}"):
+        resolve_dataset(NAME)
 
 
 def test_a_complete_copy_is_not_downloaded_again(tmp_path, catalog, server, capsys):

@@ -94,7 +94,7 @@ def test_eval_and_eval_instructions_resolve_names_before_any_work(tmp_path, caps
     monkeypatch.setenv("IRFORGE_DATASETS_DIR", str(tmp_path / "datasets"))
     for command in ("eval", "eval-instructions"):
         assert main([command, "--dataset", "beir/scifact", "--out", str(tmp_path / "out")]) == 2
-        assert (f"irforge {command}: error: --dataset beir/scifact: beir/scifact is not downloaded in "
+        assert (f"irforge {command}: error: beir/scifact: dataset beir/scifact is not downloaded in "
                 f"{tmp_path / 'datasets'}; run: irforge datasets download beir/scifact\n") in capsys.readouterr().err
         assert main([command, "--dataset", "beir/scifct", "--out", str(tmp_path / "out")]) == 2
         assert "did you mean 'beir/scifact'?" in capsys.readouterr().err

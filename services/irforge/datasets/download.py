@@ -114,6 +114,8 @@ def _download(entry: Entry, options: DownloadOptions, target: Path, part: Path, 
                 "name": entry.name, "url": entry.url, "algorithm": entry.algorithm, "checksum": entry.checksum,
                 "md5": digests["md5"], "sha256": digests["sha256"], "size": size, "files": files,
                 "downloaded_at": datetime.now(timezone.utc).isoformat(timespec="seconds"), "irforge": __version__,
+                # The catalogue file that named it: `--dataset NAME` needs it again (resolve.py says so).
+                "catalog": None if entry.source == "BEIR" else str(Path(entry.source).resolve()),
             })
     except DatasetError:
         part.unlink(missing_ok=True)   # verified yet unusable (unsafe entries): downloading it again changes nothing

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from irforge.datasets.catalog import Catalog, load_catalog
+from irforge.datasets.catalog import CATALOG_VARIABLE, NAME, Catalog, load_catalog
 from irforge.datasets.errors import DatasetError
-from irforge.datasets.store import copy_state, default_datasets_dir
+from irforge.datasets.store import copy_state, default_datasets_dir, read_marker
 
 
 def resolve_dataset(value: str | Path, *, datasets_dir: str | Path | None = None, catalog: Catalog | None = None) -> Path:
@@ -24,22 +24,22 @@ def resolve_dataset(value: str | Path, *, datasets_dir: str | Path | None = None
     path = Path(value)
     if path.exists():
         return path
-    text = str(value).strip().strip("/")
+    text = str(value).strip().rstrip("/")
     catalog = catalog if catalog is not None else load_catalog()
     folder = Path(datasets_dir) if datasets_dir is not None else default_datasets_dir()
     entry, rest = _entry_and_rest(text, catalog)
     if entry is None:
-        raise DatasetError(f"{value}: dataset folder not found, nor is it a dataset name{catalog.suggest(text)} "
-                           "(irforge datasets list shows the names)")
+        raise DatasetError(f"{value}: dataset folder not found, nor is it a dataset name{catalog.suggest(text)}"
+                           f"{_catalogue_hint(text, folder)} (irforge datasets list shows the names)")
     state = copy_state(entry, folder)
     if not state.complete:
         to = f" --to {folder}" if folder != default_datasets_dir() else ""
         found = f"; {state.describe}" if state.describe != "-" else ""
-        raise DatasetError(f"--dataset {value}: {entry.name} is not downloaded in {folder}{found}; run: "
+        raise DatasetError(f"{value}: dataset {entry.name} is not downloaded in {folder}{found}; run: "
                            f"irforge datasets download {entry.name}{to}")
     resolved = state.path / rest if rest else state.path
     if not resolved.is_dir():
-        raise DatasetError(f"--dataset {value}: {entry.name} has no folder {rest!r} (in {state.path})")
+        raise DatasetError(f"{value}: dataset {entry.name} has no folder {rest!r} (in {state.path})")
     return resolved
 
 
@@ -50,7 +50,7 @@ def is_dataset_name(value: str | Path, *, catalog: Catalog | None = None) -> boo
     if Path(value).exists():
         return False
     try:
-        return _entry_and_rest(str(value).strip().strip("/"), catalog if catalog is not None else load_catalog())[0] is not None
+        return _entry_and_rest(str(value).strip().rstrip("/"), catalog if catalog is not None else load_catalog())[0] is not None
     except DatasetError:
         return True   # a name with a bad sub-folder: resolve_dataset says what is wrong
 
@@ -63,7 +63,17 @@ def _entry_and_rest(text: str, catalog: Catalog):
         if name in catalog:
             rest = "/".join(parts[cut:])
             if any(part in ("", ".", "..") for part in parts[cut:]):
-                raise DatasetError(f"--dataset {text}: {rest!r} is not a folder name inside {name}")
+                raise DatasetError(f"{text}: {rest!r} is not a folder name inside dataset {name}")
             return catalog.get(name), rest
     return None, ""
 
+
+def _catalogue_hint(text: str, folder: Path) -> str:
+    """'; it was downloaded from catalogue FILE: set ...' when the datasets folder holds a copy by
+    this name whose catalogue is not in use (the name is then unknown here, yet the copy is there)."""
+    if not NAME.match(text):
+        return ""
+    marker = read_marker(folder / text)
+    if not marker or not marker.get("catalog"):
+        return ""
+    return f"; {folder / text} was downloaded with the catalogue {marker['catalog']}: set {CATALOG_VARIABLE}={marker['catalog']}"
