@@ -48,7 +48,7 @@ def add_parser(subparsers) -> None:
                           help="HTTP(S) proxy for the download (default: HTTPS_PROXY / HTTP_PROXY / ALL_PROXY, NO_PROXY)")
     download.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS",
                           help="give up on a connection, or a body that stalls, after this long (default 30)")
-    download.add_argument("--retries", type=int, default=3,
+    download.add_argument("--retries", type=int, default=3, metavar="N",
                           help="further tries after a connection failure or a 5xx, each resuming the bytes received "
                                "(default 3)")
     download.add_argument("--force", action="store_true",
