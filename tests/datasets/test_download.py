@@ -213,3 +213,13 @@ def test_a_folder_that_is_not_a_download_is_replaced_only_with_force(tmp_path, c
     assert server.requests == []
     assert download(NAME, "--to", str(datasets), "--catalog", str(catalog), "--force") == 0
     assert not (datasets / NAME / "notes.txt").exists() and (datasets / NAME / MARKER).is_file()
+
+
+def test_a_second_download_of_the_same_dataset_at_once_is_refused(tmp_path, catalog, server, capsys):
+    from irforge.common.locks import ExclusiveLock
+
+    datasets = tmp_path / "datasets"
+    with ExclusiveLock(datasets / "team" / ".scifact-mini.lock"):      # what a running download holds
+        assert download(NAME, "--to", str(datasets), "--catalog", str(catalog)) == 2
+    assert "another irforge process (pid" in capsys.readouterr().err and server.requests == []
+    assert download(NAME, "--to", str(datasets), "--catalog", str(catalog)) == 0

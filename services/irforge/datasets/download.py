@@ -72,15 +72,19 @@ def download_dataset(entry: Entry, options: DownloadOptions = DownloadOptions(),
     state = copy_state(entry, folder)
     if state.complete and not options.force:
         return Outcome(state.path, downloaded=False)
-    lock = state.path.with_name(f".{state.path.name}.lock")
+    try:
+        state.path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise DatasetError(f"{entry.name}: cannot make {state.path.parent} ({error.strerror or error})") from None
+    lock = state.path.with_name(f".{state.path.name}.lock")   # one download of a dataset at a time
     try:
         with ExclusiveLock(lock):
             state = copy_state(entry, folder)   # another process may have finished it meanwhile
             if state.complete and not options.force:
                 return Outcome(state.path, downloaded=False)
             if state.path.exists() and not options.force:
-                raise DatasetError(f"{entry.name}: {state.path} exists and is {'a copy of another archive' if state.marker else 'not an irforge download'}"
-                                   f"; --force replaces it")
+                what = "a copy of another archive" if state.marker else "not an irforge download"
+                raise DatasetError(f"{entry.name}: {state.path} exists and is {what}; --force replaces it")
             return _download(entry, options, state.path, part_path(entry, folder), say)
     except LockHeld as held:
         raise DatasetError(f"{entry.name}: another irforge process (pid {held.holder or 'unknown'}) is downloading it into "
