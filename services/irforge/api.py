@@ -3,6 +3,7 @@
     import irforge
 
     results = irforge.evaluate("../shared/data/beir/scifact", retriever="bm25", k1=1.2, b=0.75)
+    results = irforge.evaluate("beir/scifact")   # a downloaded dataset by name (docs/datasets.md)
     results.metrics["nDCG@10"]            # 0.6791; results is results.json as a dict
     print(results.table())                # the table `irforge eval` prints
 
@@ -31,7 +32,8 @@ __all__ = ["Results", "agreement", "compare_results", "evaluate", "evaluate_inst
 
 def evaluate(dataset: str | Path, *, out: str | Path | None = None, **options) -> Results:
     """Index, retrieve and evaluate as `irforge eval --dataset DATASET --out OUT ...` does, and
-    return what it writes to OUT/results.json. Without `out`, a new temporary folder holds
+    return what it writes to OUT/results.json. DATASET is a folder or a downloaded dataset's name
+    (`beir/scifact`; irforge.datasets.resolve_dataset). Without `out`, a new temporary folder holds
     run.trec and results.json (`results.folder`). Progress bars go to stderr."""
     from irforge.cli import eval_cmd
 

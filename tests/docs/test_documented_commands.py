@@ -40,13 +40,15 @@ from irforge_docs_blocks import (  # noqa: E402
 
 @dataclass(frozen=True)
 class NotRun:
-    kind: str     # install | synopsis | cluster | not-a-command
+    kind: str     # install | synopsis | cluster | internet | not-a-command
     reason: str
 
 
 INSTALL = "creates a venv and pip-installs from PyPI (minutes, network); its irforge command is run by another block"
 CLUSTER = "needs a Kubernetes cluster (and the network for chart repositories); helm lines are rendered, irforge lines parsed"
 SYNOPSIS = "a synopsis ([optional] flags, PLACEHOLDERS): every flag it names must exist on the real parser"
+INTERNET = ("downloads from BEIR's server on the internet, which the suite never reaches; tests/datasets runs the same "
+            "download against an archive server on 127.0.0.1; irforge lines parsed")
 # The one table of blocks that do not run, keyed by (file, start of the block's first line).
 NOT_RUN: dict[tuple[str, str], NotRun] = {
     ("README.md", "python3 -m venv .venv && .venv/bin/pip install -q -e . &&"): NotRun("install", INSTALL),
@@ -70,6 +72,7 @@ NOT_RUN: dict[tuple[str, str], NotRun] = {
     ("README.md", "kubectl -n irforge exec deploy/irforge-judge"): NotRun("cluster", CLUSTER),
     ("README.md", "protos/irforge/v1/"): NotRun("not-a-command", "the source layout"),
     ("docs/compare.md", "irforge compare RESULTS..."): NotRun("synopsis", SYNOPSIS),
+    ("docs/datasets.md", "irforge datasets download beir/scifact"): NotRun("internet", INTERNET),
     ("docs/holes-and-calibration.md", "irforge judge-holes --dataset"): NotRun("synopsis", SYNOPSIS),
     ("docs/holes-and-calibration.md", "irforge judge-calibrate --dataset"): NotRun("synopsis", SYNOPSIS),
     ("docs/holes-and-calibration.md", "thresholds 0.3958, 0.5871, 0.6550: wrote"):

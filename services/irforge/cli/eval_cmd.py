@@ -13,6 +13,7 @@ from irforge.cli import build, judge_cmd
 from irforge.common.output_set import OutputFolderError, OutputSet, check_output_folder, check_outside
 from irforge.common.redact import redact_text
 from irforge.corpus.settings import Bm25Settings
+from irforge.datasets import resolve_dataset
 from irforge.evaluator.measures import DEFAULT_MEASURES, parse_measures
 from irforge.pipeline.eval_job import EvalJob, EvalJobSpec
 from irforge.results import Results
@@ -29,7 +30,9 @@ def add_parser(subparsers) -> None:
         description="Index the corpus (skipping work already done), retrieve for every query of the split, "
         "write OUT/run.trec and OUT/results.json, and print the metric table.",
     )
-    parser.add_argument("--dataset", type=Path, required=True, help="BEIR folder: corpus.jsonl, queries.jsonl, qrels/<split>.tsv")
+    parser.add_argument("--dataset", type=Path, required=True,
+                        help="BEIR folder (corpus.jsonl, queries.jsonl, qrels/<split>.tsv), or a downloaded dataset's name, "
+                             "e.g. beir/scifact (irforge datasets list)")
     parser.add_argument("--split", default="test", help="the qrels/<split>.tsv to evaluate (default test)")
     parser.add_argument("--out", type=Path, required=True, help="output folder for run.trec and results.json")
     add_pipeline_arguments(parser, DEFAULT_MEASURES)
@@ -87,6 +90,7 @@ def evaluate(args: argparse.Namespace, out) -> tuple[Results, int]:
     Returns the results as written to OUT/results.json and the exit status (1 when --fill-holes
     left holes unjudged). `irforge.evaluate` calls this too, so the CLI and Python share one path."""
     try:
+        args = with_resolved_dataset(args)
         spec = EvalJobSpec(
             dataset=args.dataset, out_dir=args.out, split=args.split, top_k=args.top_k,
             measures=tuple(args.measures or DEFAULT_MEASURES), drop_identical_ids=not args.keep_identical_ids,
@@ -114,6 +118,13 @@ def evaluate(args: argparse.Namespace, out) -> tuple[Results, int]:
                 status = judge_cmd.fill_holes_after_eval(args, staged, results, run_name=str(args.out / results["files"]["run"]),
                                                          out=out)
     return results, status
+
+
+def with_resolved_dataset(args: argparse.Namespace) -> argparse.Namespace:
+    """A copy of args whose --dataset is a folder: a name (beir/scifact) becomes its downloaded copy
+    (irforge.datasets.resolve_dataset; DatasetError, a ValueError, when there is none). A copy, so a
+    caller's Namespace (irforge.evaluate, bench) keeps what it gave."""
+    return argparse.Namespace(**{**vars(args), "dataset": resolve_dataset(args.dataset)})
 
 
 def pipeline_settings(args: argparse.Namespace) -> build.Settings:

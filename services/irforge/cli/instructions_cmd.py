@@ -10,7 +10,7 @@ from contextlib import ExitStack
 from dataclasses import replace
 from pathlib import Path
 
-from irforge.cli.eval_cmd import UsageError, add_pipeline_arguments, open_pipeline, pipeline_settings
+from irforge.cli.eval_cmd import UsageError, add_pipeline_arguments, open_pipeline, pipeline_settings, with_resolved_dataset
 from irforge.common.output_set import OutputFolderError, OutputSet
 from irforge.common.redact import redact_text
 from irforge.instructions.collection import open_instruction_collections
@@ -34,7 +34,7 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--dataset", type=Path, required=True,
                         help="an instruction-following folder (InfoSearch: qrels_og/ qrels_changed/ qrels_reversed/; FollowIR: "
                              "qrels_og/ qrels_changed/; InstructIR: qrels/ with query ids <base>_<n>), or a folder of "
-                             "such folders, one per dimension")
+                             "such folders, one per dimension; or a downloaded dataset's name (irforge datasets list)")
     parser.add_argument("--split", default="test", help="the <split>.tsv of every mode's qrels (default test)")
     parser.add_argument("--out", type=Path, required=True,
                         help="output folder: results.json and one <dimension>.<mode>.trec per dimension and mode")
@@ -65,6 +65,7 @@ def evaluate_instructions(args: argparse.Namespace, out) -> Results:
     """All of `irforge eval-instructions` but the exit: flags and layout checked before any work,
     OUT written as one set, the table printed on `out` (None: nothing printed)."""
     try:
+        args = with_resolved_dataset(args)
         spec = InstructionJobSpec(
             collection=args.dataset, out_dir=args.out, split=args.split, top_k=args.top_k,
             measures=tuple(args.measures or DEFAULT_INSTRUCTION_MEASURES),

@@ -7,7 +7,8 @@ import os
 import sys
 
 from irforge import __version__
-from irforge.cli import agreement_cmd, compare_cmd, eval_cmd, instructions_cmd, jobs_cmd, judge_cmd, metrics_cmd, qc_cmd, serve_cmd, service_cmd, shard_cmd
+from irforge.cli import (agreement_cmd, compare_cmd, datasets_cmd, eval_cmd, instructions_cmd, jobs_cmd, judge_cmd, metrics_cmd,
+                         qc_cmd, serve_cmd, service_cmd, shard_cmd)
 from irforge.cli.parser import IrforgeParser
 from irforge.common.grpc_errors import ServiceUnavailable
 from irforge.common.output_set import OutputFolderError
@@ -15,6 +16,7 @@ from irforge.common.redact import redact_text
 from irforge.common.tls import CLIENT_VARIABLES, TlsConfigError
 from irforge.corpus.errors import CorpusError
 from irforge.data.errors import DataFormatError
+from irforge.datasets.errors import DatasetError
 from irforge.endpoints.errors import EndpointError
 from irforge.evaluator.core import EvaluationError
 from irforge.evaluator.measures import MeasureError
@@ -25,7 +27,7 @@ from irforge.models.errors import ModelError
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 USER_ERRORS = (DataFormatError, MeasureError, EvaluationError, CorpusError, ModelError, EndpointError, ServiceUnavailable,
-               JudgeError, TlsConfigError, OutputFolderError)
+               JudgeError, TlsConfigError, OutputFolderError, DatasetError)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -43,6 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     shard_cmd.add_parser(subparsers)
     compare_cmd.add_parser(subparsers)
     agreement_cmd.add_parser(subparsers)
+    datasets_cmd.add_parser(subparsers)
     for command in subparsers.choices.values():
         add_client_tls_arguments(command)
     return parser

@@ -20,6 +20,7 @@ from irforge.common.checks import minimum_problem, range_problem
 from irforge.common.output_set import OutputFolderError, check_output_folder
 from irforge.corpus.settings import B_RANGE, K1_RANGE, Bm25Settings
 from irforge.corpus.vectors.base import HNSW_MINIMUMS, HnswSettings
+from irforge.datasets import DatasetError, is_dataset_name, resolve_dataset
 from irforge.evaluator.measures import DEFAULT_MEASURES, MeasureError, parse_measures
 from irforge.orchestrator.errors import JobSpecError
 from irforge.pipeline.retrievers import RETRIEVERS
@@ -297,8 +298,18 @@ class JobSpec:
         def path(value) -> str:
             return str(Path(value).resolve()) if value else ""
 
+        def dataset(value) -> str:
+            # A name (beir/scifact) is the copy downloaded here, as for `irforge eval`; any other path
+            # passes unchanged: it may be a folder of the orchestrator's, checked there.
+            if value and is_dataset_name(value):
+                try:
+                    value = resolve_dataset(value)
+                except DatasetError as error:
+                    raise JobSpecError(str(error)) from None
+            return path(value)
+
         return cls(
-            dataset=path(args.dataset), split=args.split, retriever=args.retriever, k1=args.k1, b=args.b,
+            dataset=dataset(args.dataset), split=args.split, retriever=args.retriever, k1=args.k1, b=args.b,
             model=args.model, search=args.search, hnsw_m=args.hnsw_m, hnsw_ef_construct=args.hnsw_ef_construct,
             hnsw_ef=args.hnsw_ef, fusion=args.fusion, rrf_k=args.rrf_k, fusion_weights=weights,
             endpoint=path(args.endpoint), reranker_model=args.reranker or "",
