@@ -7,7 +7,7 @@ import os
 import sys
 
 from irforge import __version__
-from irforge.cli import eval_cmd, instructions_cmd, jobs_cmd, judge_cmd, metrics_cmd, qc_cmd, serve_cmd, service_cmd, shard_cmd
+from irforge.cli import bench_cmd, eval_cmd, instructions_cmd, jobs_cmd, judge_cmd, metrics_cmd, qc_cmd, serve_cmd, service_cmd, shard_cmd
 from irforge.cli.parser import IrforgeParser
 from irforge.common.grpc_errors import ServiceUnavailable
 from irforge.common.output_set import OutputFolderError
@@ -33,6 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"irforge {__version__}")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     eval_cmd.add_parser(subparsers)
+    bench_cmd.add_parser(subparsers)
     instructions_cmd.add_parser(subparsers)
     metrics_cmd.add_parser(subparsers)
     service_cmd.add_parser(subparsers)
