@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from irforge.cli.main import main
 
 
 @pytest.fixture(scope="session")
@@ -27,3 +28,33 @@ def nfcorpus_subset(beir_dir, tmp_path_factory):
     (root / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + "".join(
         f"{q}\t{d}\t{r}\n" for q in query_ids for d, r in sorted(qrels[q].items())))
     return root
+
+
+LABELS = ["scifact", "nfcorpus"]
+
+
+def bench(workspace, out, *extra) -> list[str]:
+    """`irforge bench` over the workspace's suite, its BM25 indexes in the workspace."""
+    return ["bench", "--suite", str(workspace["suite"]), "--out", str(out), "--index-dir", str(workspace["index"]), *extra]
+
+
+@pytest.fixture(scope="session")
+def workspace(tmp_path_factory, scifact_subset, nfcorpus_subset):
+    """A suite file naming both slices, and one BM25 index folder for every bench of the session."""
+    root = tmp_path_factory.mktemp("bench-ws")
+    suite = root / "suite.yaml"
+    suite.write_text(f"name: two-slices\ndatasets:\n  - {{path: {scifact_subset}, label: scifact}}\n  - {nfcorpus_subset}\n")
+    return {"root": root, "suite": suite, "index": root / "index", "datasets": [scifact_subset, nfcorpus_subset]}
+
+
+@pytest.fixture(scope="session")
+def first_run(workspace):
+    """The suite benched once into OUT (its printed output kept); tests copy OUT before changing it."""
+    import contextlib
+    import io
+
+    out = workspace["root"] / "first"
+    printed, progress = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(progress):
+        assert main(bench(workspace, out)) == 0
+    return {"out": out, "stdout": printed.getvalue(), "stderr": progress.getvalue()}

@@ -13,33 +13,7 @@ import pytest
 from irforge.cli.main import main
 from irforge.pipeline.retrievers.bm25 import Bm25Retriever
 
-LABELS = ["scifact", "nfcorpus"]
-
-
-@pytest.fixture(scope="module")
-def workspace(tmp_path_factory, scifact_subset, nfcorpus_subset):
-    """A suite file naming both slices, and one BM25 index folder for every run of this module."""
-    root = tmp_path_factory.mktemp("bench-ws")
-    suite = root / "suite.yaml"
-    suite.write_text(f"name: two-slices\ndatasets:\n  - {{path: {scifact_subset}, label: scifact}}\n  - {nfcorpus_subset}\n")
-    return {"root": root, "suite": suite, "index": root / "index", "datasets": [scifact_subset, nfcorpus_subset]}
-
-
-def bench(workspace, out, *extra) -> list[str]:
-    return ["bench", "--suite", str(workspace["suite"]), "--out", str(out), "--index-dir", str(workspace["index"]), *extra]
-
-
-@pytest.fixture(scope="module")
-def first_run(workspace):
-    """The suite benched once into OUT (its printed output kept); tests copy OUT before changing it."""
-    import contextlib
-    import io
-
-    out = workspace["root"] / "first"
-    printed, progress = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(progress):
-        assert main(bench(workspace, out)) == 0
-    return {"out": out, "stdout": printed.getvalue(), "stderr": progress.getvalue()}
+from .conftest import LABELS, bench
 
 
 def copy_of(first_run, tmp_path) -> Path:
