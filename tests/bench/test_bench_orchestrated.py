@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from pathlib import Path
 
 import pytest
 from irforge.common.grpc_server import start_server
@@ -89,15 +90,30 @@ def test_an_orchestrated_suite_gives_what_the_in_process_bench_gives(orchestrato
     assert record.metrics == pytest.approx(expected["mean"], abs=1e-12)
 
     # GetResults streams the whole layout; `irforge results` writes it as one folder.
+    # So does the team SDK (clients/python), keeping each dataset's files apart.
     running = start_server([orchestrator_server.binding(second)], port=0)
     try:
         with OrchestratorClient(f"127.0.0.1:{running.port}") as client:
             written = client.results(job_id, tmp_path / "fetched")
+        with sdk_client(f"127.0.0.1:{running.port}") as team:
+            written_by_sdk = team.results(job_id, tmp_path / "fetched-sdk")
     finally:
         running.stop(grace=0)
-    assert sorted(str(p.relative_to(tmp_path / "fetched")) for p in written) == sorted(
-        ["suite.json", "suite.md", *(f"{label}/{name}" for label in LABELS for name in ("results.json", "run.trec"))])
-    assert (tmp_path / "fetched" / "nfcorpus" / "run.trec").read_bytes() == (output / "nfcorpus" / "run.trec").read_bytes()
+    layout = sorted(["suite.json", "suite.md", *(f"{label}/{name}" for label in LABELS for name in ("results.json", "run.trec"))])
+    assert sorted(str(p.relative_to(tmp_path / "fetched")) for p in written) == layout
+    assert sorted(str(p.relative_to(tmp_path / "fetched-sdk")) for p in written_by_sdk) == layout
+    for folder in ("fetched", "fetched-sdk"):
+        for label in LABELS:
+            assert (tmp_path / folder / label / "run.trec").read_bytes() == (output / label / "run.trec").read_bytes()
+
+
+def sdk_client(address: str):
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "clients" / "python"))
+    from irforge_client import OrchestratorClient as TeamClient
+
+    return TeamClient(address)
 
 
 def test_suite_job_specs_are_checked_per_dataset(workspace, tmp_path):
