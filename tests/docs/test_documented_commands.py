@@ -106,7 +106,8 @@ STAND_INS = {
     "http://127.0.0.1:8000/v1": "chat_url",        # an OpenAI-compatible chat LLM (tests/judge/scripted_chat.py)
 }
 # Spec files the commands name and the docs show but do not write: (doc, a line of its YAML block).
-SPEC_FILES = {"e5.yaml": ("README.md", "# e5.yaml"), "rerank.yaml": ("README.md", "kind: rerank-http")}
+SPEC_FILES = {"e5.yaml": ("README.md", "# e5.yaml"), "rerank.yaml": ("README.md", "kind: rerank-http"),
+              "beir-small.yaml": ("docs/bench.md", "# beir-small.yaml")}
 # Variables the docs tell the reader to set.
 READER_ENV = {"IRFORGE_JUDGE_API_KEY": "sk-docs-test-not-a-real-key"}
 PLATFORM_COMMANDS = {"serve", "submit", "watch", "results", "jobs", "cancel"}

@@ -126,7 +126,8 @@ class OrchestratorClient:
 
     def results(self, job_id: str, out_dir: str | os.PathLike) -> list[Path]:
         """Write the finished job's results.json and run.trec into out_dir; each file appears
-        whole or not at all."""
+        whole or not at all. A suite job's files keep their layout: suite.json, suite.md and
+        <label>/results.json, <label>/run.trec per dataset."""
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         parts: dict[str, list[bytes]] = {}
@@ -135,7 +136,9 @@ class OrchestratorClient:
             for chunk in self._stub.GetResults(orchestrator_pb2.JobRef(job_id=job_id), timeout=self.timeout):
                 parts.setdefault(chunk.name, []).append(chunk.data)
                 if chunk.last:
-                    written.append(_write_atomic(out / Path(chunk.name).name, b"".join(parts.pop(chunk.name))))
+                    target = out / _relative_name(chunk.name)
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    written.append(_write_atomic(target, b"".join(parts.pop(chunk.name))))
         except grpc.RpcError as error:
             raise JobError(error.code(), f"{self.address}: {error.details()}") from None
         return written
@@ -148,6 +151,14 @@ class OrchestratorClient:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def _relative_name(name: str) -> Path:
+    """Where a streamed file goes under out_dir: `name`, or a suite's `<label>/<name>`; never outside it."""
+    parts = Path(name).parts
+    if len(parts) == 2 and not Path(name).is_absolute() and not any(part in (".", "..") for part in parts):
+        return Path(*parts)
+    return Path(Path(name).name)
 
 
 def _write_atomic(path: Path, data: bytes) -> Path:

@@ -45,6 +45,9 @@ def add_parsers(subparsers) -> None:
             action.required = False
     submit.add_argument("--out", type=Path, help="also copy results.json and run.trec to this folder on the orchestrator's filesystem")
     submit.add_argument("--spec", type=Path, metavar="FILE", help="job spec YAML instead of flags")
+    submit.add_argument("--suite", type=Path, metavar="FILE",
+                        help="a suite as one job (`irforge bench`'s suite file, docs/bench.md): the flags' system on "
+                             "each of its datasets; --out then gets OUT/<label>/ per dataset and suite.json")
     submit.add_argument("--shards", type=int, default=0, help="encode the corpus in this many shards (dense, hybrid)")
     submit.add_argument("--name", default="", help="a label for the job")
     submit.add_argument("--instructions", action="store_true",
@@ -104,10 +107,12 @@ def run_submit(args: argparse.Namespace) -> int:
     from irforge.orchestrator.spec import JobSpec
 
     try:
-        if args.spec and args.dataset is not None:
-            raise _job_errors()[1]("give --spec FILE or --dataset with flags, not both")
+        if sum(given is not None for given in (args.spec, args.dataset, args.suite)) > 1:
+            raise _job_errors()[1]("give --spec FILE, --suite FILE or --dataset with flags: one of them, not both")
         if args.spec:
             spec = JobSpec.from_yaml(args.spec)
+        elif args.suite is not None:
+            spec = suite_job_spec(args)
         elif args.dataset is None:
             raise _job_errors()[1]("give --dataset (and the other `irforge eval` flags) or --spec FILE")
         else:
@@ -118,6 +123,28 @@ def run_submit(args: argparse.Namespace) -> int:
         return _fail(args, error)
     print(job_id)
     return 0
+
+
+def suite_job_spec(args: argparse.Namespace):
+    """`irforge submit --suite FILE`: the suite file's datasets, split, name and measures (-m flags
+    first, as in `irforge bench`), with the flags' system."""
+    from irforge.bench.suite import SuiteError, load_suite
+    from irforge.orchestrator.spec import JobSpec, SuiteMember
+
+    try:
+        suite = load_suite(args.suite)
+    except SuiteError as error:
+        raise _job_errors()[1](str(error)) from None
+    if args.split != "test":
+        raise _job_errors()[1]("--split goes with --dataset; a suite file gives its split (`split:`, per dataset too)")
+    members = tuple(SuiteMember(dataset=e.location, label=e.label, split=e.split) for e in suite.entries)
+    return JobSpec.from_eval_args(replace_namespace(args, split=suite.split, name=args.name or suite.name,
+                                                    measures=args.measures or (list(suite.measures) if suite.measures else None)),
+                                  datasets=members)
+
+
+def replace_namespace(args: argparse.Namespace, **values) -> argparse.Namespace:
+    return argparse.Namespace(**{**vars(args), **values})
 
 
 def run_watch(args: argparse.Namespace) -> int:
@@ -137,7 +164,8 @@ def run_watch(args: argparse.Namespace) -> int:
     if job.state.value != "SUCCEEDED":
         print(f"job {job.job_id} {job.state.value}" + (f": {job.error}" if job.error else ""), file=sys.stderr)
         return 1
-    print(f"job {job.job_id} SUCCEEDED" + (" with warnings" if job.warnings else ""))
+    print(f"job {job.job_id} SUCCEEDED" + (" with warnings" if job.warnings else "")
+          + (f"; mean over its {len(job.spec['datasets'])} datasets (irforge results for the table):" if job.spec.get("datasets") else ""))
     # The wire's map has no order: the spec's measure order first, as `irforge eval` prints them.
     order = [m for m in job.spec["measures"] if m in job.metrics] + sorted(set(job.metrics) - set(job.spec["measures"]))
     width = max((len(name) for name in order), default=0)
@@ -154,6 +182,11 @@ def run_results(args: argparse.Namespace) -> int:
             client.results(args.job_id, args.out)
     except _job_errors() as error:
         return _fail(args, error)
+    if (args.out / "suite.json").exists():
+        from irforge.bench.table import suite_table
+
+        sys.stdout.write(suite_table(json.loads((args.out / "suite.json").read_text(encoding="utf-8"))))
+        return 0
     print_results_table(json.loads((args.out / "results.json").read_text(encoding="utf-8")), sys.stdout)
     return 0
 
@@ -164,7 +197,8 @@ def run_jobs(args: argparse.Namespace) -> int:
     for job in jobs:
         running = next((s.name for s in job.steps if s.state == "running"), "")
         where = job.error or running or "; ".join(job.warnings)
-        print(f"{job.job_id}  {job.state.value:<9}  {job.created_at[:19]}  {Path(job.spec['dataset']).name}  "
+        what = f"suite of {len(job.spec['datasets'])}" if job.spec.get("datasets") else Path(job.spec["dataset"]).name
+        print(f"{job.job_id}  {job.state.value:<9}  {job.created_at[:19]}  {what}  "
               f"{job.spec['retriever']}  {where}".rstrip())
     return 0
 

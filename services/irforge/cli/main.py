@@ -7,8 +7,8 @@ import os
 import sys
 
 from irforge import __version__
-from irforge.cli import (agreement_cmd, compare_cmd, datasets_cmd, eval_cmd, instructions_cmd, jobs_cmd, judge_cmd, metrics_cmd,
-                         qc_cmd, serve_cmd, service_cmd, shard_cmd)
+from irforge.cli import (agreement_cmd, bench_cmd, compare_cmd, datasets_cmd, eval_cmd, instructions_cmd, jobs_cmd, judge_cmd,
+                         metrics_cmd, qc_cmd, serve_cmd, service_cmd, shard_cmd)
 from irforge.cli.parser import IrforgeParser
 from irforge.common.grpc_errors import ServiceUnavailable
 from irforge.common.output_set import OutputFolderError
@@ -35,6 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"irforge {__version__}")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     eval_cmd.add_parser(subparsers)
+    bench_cmd.add_parser(subparsers)
     instructions_cmd.add_parser(subparsers)
     metrics_cmd.add_parser(subparsers)
     service_cmd.add_parser(subparsers)

@@ -11,7 +11,7 @@ import grpc
 
 from irforge.common.grpc_errors import ServiceUnavailable, raise_from_rpc
 from irforge.common.grpc_server import open_channel
-from irforge.common.output_set import OutputSet
+from irforge.common.output_set import EVAL_SET, OutputFolderError, OutputSet
 from irforge.orchestrator import protocol
 from irforge.orchestrator.errors import JobNotFound, JobSpecError, ResultsNotReady
 from irforge.orchestrator.spec import JobSpec
@@ -95,14 +95,19 @@ class OrchestratorClient:
 
     def results(self, job_id: str, out_dir: Path) -> list[Path]:
         """Write the job's results.json and run.trec (and judged layer) into out_dir as one set,
-        as `irforge eval --out` does: a broken stream leaves out_dir as it was."""
+        as `irforge eval --out` does: a broken stream leaves out_dir as it was. A suite job's
+        results (suite.json, suite.md, <label>/...) replace out_dir as a whole, as one set too."""
         out_dir = Path(out_dir)
+        suite = bool(self.get(job_id).spec.get("datasets"))
+        if suite:
+            _check_suite_folder(out_dir)
         names, handle = [], None
-        with OutputSet(out_dir) as staging:
+        with OutputSet(out_dir, replaces=None if suite else EVAL_SET) as staging:
             try:
                 for chunk in self._stub.GetResults(orchestrator_pb2.JobRef(job_id=job_id), timeout=self.timeout):
                     if handle is None:
-                        names.append(Path(chunk.name).name)
+                        names.append(_result_name(chunk.name, suite))
+                        (staging / names[-1]).parent.mkdir(parents=True, exist_ok=True)
                         handle = open(staging / names[-1], "wb")
                     handle.write(chunk.data)
                     if chunk.last:
@@ -125,3 +130,18 @@ class OrchestratorClient:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def _result_name(name: str, suite: bool) -> str:
+    """Where a streamed file goes in the folder: its name; in a suite's, `<label>/<name>` too, never outside."""
+    parts = Path(name).parts
+    if not suite or len(parts) > 2 or any(part in ("", ".", "..") for part in parts) or Path(name).is_absolute():
+        return Path(name).name
+    return str(Path(*parts))
+
+
+def _check_suite_folder(out_dir: Path) -> None:
+    """A suite's results replace the whole folder: only an empty one, or an earlier suite download, may be replaced."""
+    if out_dir.exists() and (not out_dir.is_dir() or (any(out_dir.iterdir()) and not (out_dir / "suite.json").exists())):
+        raise OutputFolderError(f"--out {out_dir}: a suite job's results replace the whole folder, and it holds other "
+                                "files; give an empty or new folder (or an earlier download of a suite)")

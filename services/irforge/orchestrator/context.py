@@ -68,6 +68,31 @@ class StepContext:
     cache_path: Path                         # the embedding cache shared by every job
     cancel_event: threading.Event = field(default_factory=threading.Event)  # set when the job is cancelled or stopped
     stack: ExitStack = field(default_factory=ExitStack)
+    results_dir: Path | None = None          # where the evaluate step writes its set (default job_dir/results)
+    members: dict = field(default_factory=dict)   # a suite job's contexts, one per dataset label
+
+    def __post_init__(self):
+        if self.results_dir is None:
+            self.results_dir = self.job_dir / "results"
+
+    def for_member(self, label: str) -> StepContext:
+        """A suite job's context for one dataset: that dataset's spec, its own work folder and
+        results folder (results/<label>), the outputs of its own steps under their plain names.
+        Kept per label, so its dataset is fingerprinted and its clients opened once; the clients
+        close with the job's."""
+        if label not in self.members:
+            member = next(m for m in self.spec.datasets if m.label == label)
+            self.members[label] = StepContext(
+                job_id=self.job_id, spec=self.spec.member_spec(member), job_dir=self.job_dir / "datasets" / label,
+                services=self.services, progress=self.progress, lock=self.lock, outputs={}, durations={},
+                cache_path=self.cache_path, cancel_event=self.cancel_event, stack=self.stack,
+                results_dir=self.results_dir / label)
+            self.members[label].job_dir.mkdir(parents=True, exist_ok=True)
+        context = self.members[label]
+        prefix = f"{label}/"
+        context.outputs = {name[len(prefix):]: output for name, output in self.outputs.items() if name.startswith(prefix)}
+        context.durations = {name[len(prefix):]: value for name, value in self.durations.items() if name.startswith(prefix)}
+        return context
 
     # -- the data -----------------------------------------------------------------------------
     @cached_property

@@ -37,7 +37,7 @@ from irforge.orchestrator.errors import (
     ResultsNotReady,
 )
 from irforge.orchestrator.spec import JobSpec
-from irforge.orchestrator.steps import EVALUATE, STEPS, job_warnings, plan_steps, result_files
+from irforge.orchestrator.steps import final_metrics, job_warnings, plan_steps, result_files, run_step, step_kind
 from irforge.orchestrator.store import JobEvent, JobRecord, JobState, JobStore
 
 # Errors that say "the service could not be reached or did not answer in time": worth a retry.
@@ -171,6 +171,7 @@ class Orchestrator:
     def _check_services(self, spec: JobSpec, steps: list[str]) -> None:
         if spec.instructions:  # one step that does the work of the steps its retriever needs
             steps = plan_steps(replace(spec, instructions=False), self._endpoint_kind(spec))
+        steps = [step_kind(step) for step in steps]   # a suite's `<label>/<step>`
         needed = {"evaluator"}
         if "ingest_lexical" in steps or "encode_vectors" in steps:
             needed.add("corpus")
@@ -215,7 +216,7 @@ class Orchestrator:
                 current["step"] = step.name
                 context.outputs[step.name] = self._run_step(context, step.name)
             self._end(job_id, JobState.SUCCEEDED, "; ".join(job_warnings(context.outputs)),
-                      metrics=context.outputs[EVALUATE]["metrics"])
+                      metrics=final_metrics(context.outputs))
         except OrchestratorStopping:
             self._event(job_id, current["step"], "interrupted", message="orchestrator stopping; the job resumes when it restarts")
         except JobCancelled:
@@ -234,7 +235,7 @@ class Orchestrator:
             self._event(job_id, name, "running", message=f"attempt {attempt} of {self.max_attempts}")
             started = time.perf_counter()
             try:
-                output = STEPS[name](context)
+                output = run_step(context, name)
             except TRANSIENT_ERRORS as error:
                 self.store.fail_step(job_id, name)
                 self._check(job_id)

@@ -32,6 +32,14 @@ INSTRUCTION_MEASURES = ("nDCG@10",)   # irforge.instructions.job's default, with
 
 
 @dataclass(frozen=True)
+class SuiteMember:
+    """One dataset of a suite job: a BEIR folder, its label (folder in the results, row in the table), its split."""
+    dataset: str
+    label: str
+    split: str
+
+
+@dataclass(frozen=True)
 class JobSpec:
     dataset: str
     split: str = "test"
@@ -61,19 +69,31 @@ class JobSpec:
     instructions: bool = False            # an instruction-following folder (irforge eval-instructions)
     instruction_template: str = ""        # "" = query + " " + instruction
     robustness_k: int = 10
+    datasets: tuple[SuiteMember, ...] = ()   # a suite (`irforge bench` as one job); `dataset` is then ""
 
     # -- what the spec asks for ---------------------------------------------------------------
     @property
     def has_reranker(self) -> bool:
         return bool(self.reranker_model or self.reranker_endpoint)
 
+    @property
+    def is_suite(self) -> bool:
+        return bool(self.datasets)
+
+    def member_spec(self, member: SuiteMember) -> JobSpec:
+        """The job one dataset of a suite is: this system on that dataset, its output OUT/<label>."""
+        return replace(self, dataset=member.dataset, split=member.split, datasets=(), name=member.label,
+                       output=str(Path(self.output) / member.label) if self.output else "")
+
     def validate(self) -> JobSpec:
         """Raise JobSpecError naming the first bad field; the spec itself when it is fine."""
         def bad(field: str, message: str):
             raise JobSpecError(f"job spec field {field!r}: {message}")
 
-        if not self.dataset:
-            bad("dataset", "required (a BEIR folder on the orchestrator's filesystem)")
+        if self.is_suite:
+            self._validate_suite(bad)
+        elif not self.dataset:
+            bad("dataset", "required (a BEIR folder on the orchestrator's filesystem), or `datasets` for a suite")
         if self.retriever not in RETRIEVERS:
             bad("retriever", f"{self.retriever!r} is not one of {', '.join(RETRIEVERS)}")
         if not self.split:
@@ -113,6 +133,28 @@ class JobSpec:
             self._validate_instructions(bad)
         return self
 
+    def _validate_suite(self, bad) -> None:
+        from irforge.bench.suite import LABEL, RESERVED_LABELS
+
+        if self.dataset:
+            bad("dataset", "give `dataset` (one dataset) or `datasets` (a suite), not both")
+        if self.instructions:
+            bad("instructions", "a suite job runs BEIR datasets; run instruction-following folders one job each")
+        if self.holes_depth:
+            bad("holes.depth", "hole filling is not available for suite jobs; run it on one dataset's job")
+        seen: dict[str, int] = {}
+        for n, member in enumerate(self.datasets):
+            if not member.dataset:
+                bad(f"datasets[{n}].dataset", "required (a BEIR folder on the orchestrator's filesystem)")
+            if not member.split:
+                bad(f"datasets[{n}].split", "must not be empty")
+            if not LABEL.fullmatch(member.label) or member.label in RESERVED_LABELS:
+                bad(f"datasets[{n}].label", f"{member.label!r} cannot name a results folder (letters, digits, '.', '_', "
+                    "'+', '-', starting with a letter or digit)")
+            if member.label in seen:
+                bad(f"datasets[{n}].label", f"{member.label!r} is already used by datasets[{seen[member.label]}]")
+            seen[member.label] = n
+
     def _validate_instructions(self, bad) -> None:
         from irforge.instructions.queries import InstructionTemplate
 
@@ -134,6 +176,9 @@ class JobSpec:
         own paths, and the files it opens through them (the dataset's files, which may be links,
         and the files endpoint and judge specs name). The job checks each again when it opens it
         (irforge.common.allowed_roots), so a link made after submission leads nowhere either."""
+        if self.is_suite:
+            self._check_suite_paths(allowed_roots)
+            return
         if allowed_roots:
             for field in PATH_FIELDS:
                 value = getattr(self, field)
@@ -163,6 +208,16 @@ class JobSpec:
         if allowed_roots:
             with enforced(allowed_roots):
                 self._open_files_inside()
+
+    def _check_suite_paths(self, allowed_roots: tuple[Path, ...]) -> None:
+        """Each dataset as its own job would be checked (its folder, split, output), named by its place."""
+        if self.output and Path(self.output).exists() and not Path(self.output).is_dir():
+            raise JobSpecError(f"job spec field 'output': {self.output} exists and is not a folder")
+        for n, member in enumerate(self.datasets):
+            try:
+                self.member_spec(member).check_paths(allowed_roots)
+            except JobSpecError as error:
+                raise JobSpecError(f"job spec field 'datasets[{n}]' ({member.label}): {error}") from None
 
     def _check_instruction_folder(self) -> None:
         from irforge.data.errors import DataFormatError
@@ -201,12 +256,14 @@ class JobSpec:
     def as_dict(self) -> dict:
         value = asdict(self)
         value["measures"], value["fusion_weights"] = list(self.measures), list(self.fusion_weights)
+        value["datasets"] = [asdict(member) for member in self.datasets]
         return value
 
     @classmethod
     def from_dict(cls, value: dict) -> JobSpec:
         """Back from as_dict() (the job store's copy)."""
-        return cls(**{**value, "measures": tuple(value["measures"]), "fusion_weights": tuple(value["fusion_weights"])})
+        return cls(**{**value, "measures": tuple(value["measures"]), "fusion_weights": tuple(value["fusion_weights"]),
+                      "datasets": tuple(SuiteMember(**member) for member in value.get("datasets", ()))})
 
     # -- proto --------------------------------------------------------------------------------
     def to_proto(self) -> orchestrator_pb2.JobSpec:
@@ -224,6 +281,7 @@ class JobSpec:
             output=self.output, shards=self.shards, name=self.name,
             instructions=orchestrator_pb2.InstructionsSpec(enabled=self.instructions, template=self.instruction_template,
                                                            robustness_k=self.robustness_k),
+            datasets=[orchestrator_pb2.SuiteDataset(dataset=m.dataset, label=m.label, split=m.split) for m in self.datasets],
         )
 
     @classmethod
@@ -250,6 +308,7 @@ class JobSpec:
             output=message.output, shards=message.shards, name=message.name,
             instructions=message.instructions.enabled, instruction_template=message.instructions.template,
             robustness_k=opt(message.instructions, "robustness_k", d.robustness_k),
+            datasets=suite_members([(m.dataset, m.label, m.split) for m in message.datasets], message.split or d.split),
         ).validate()
 
     # -- files and flags ----------------------------------------------------------------------
@@ -278,12 +337,15 @@ class JobSpec:
         spec = cls.from_mapping(mapping, source=str(path))
         # Relative paths in a spec file mean: relative to the file (resolved where it is submitted).
         base = Path(path).resolve().parent
+        spec = replace(spec, datasets=tuple(replace(m, dataset=str(base / m.dataset)) if not Path(m.dataset).is_absolute()
+                                            else m for m in spec.datasets))
         return replace(spec, **{f: str(base / getattr(spec, f)) for f in PATH_FIELDS
                                 if getattr(spec, f) and not Path(getattr(spec, f)).is_absolute()})
 
     @classmethod
-    def from_eval_args(cls, args: argparse.Namespace) -> JobSpec:
-        """From `irforge eval`'s flags; flags that configure services, not jobs, are refused."""
+    def from_eval_args(cls, args: argparse.Namespace, datasets: tuple[SuiteMember, ...] = ()) -> JobSpec:
+        """From `irforge eval`'s flags (with `datasets`, a suite of them: `irforge submit --suite`);
+        flags that configure services, not jobs, are refused."""
         refused = [flag for flag, dest, default in SERVICE_FLAGS if getattr(args, dest, default) != default]
         if refused:
             raise JobSpecError(f"{', '.join(refused)}: these configure the services (`irforge serve` / `irforge service`), "
@@ -323,7 +385,16 @@ class JobSpec:
             instructions=bool(getattr(args, "instructions", False)),
             instruction_template=_template_flag(getattr(args, "instruction_template", None)),
             robustness_k=getattr(args, "robustness_k", 10),
+            datasets=tuple(replace(m, dataset=path(m.dataset)) for m in datasets),
         ).validate()
+
+
+def suite_members(members: list[tuple[str, str, str]], split: str) -> tuple[SuiteMember, ...]:
+    """(dataset, label, split) triples with the defaults filled in: the folder's name, the job's split."""
+    from irforge.bench.suite import label_for
+
+    return tuple(SuiteMember(dataset=dataset, label=label or label_for(dataset), split=member_split or split)
+                 for dataset, label, member_split in members)
 
 
 def _template_flag(value: str | None) -> str:

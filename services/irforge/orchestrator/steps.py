@@ -31,12 +31,19 @@ from irforge.pipeline.retrievers.dense import collection_id_for
 
 INGEST, ENCODE, RETRIEVE, RERANK, JUDGE, EVALUATE = ("ingest_lexical", "encode_vectors", "retrieve", "rerank",
                                                      "judge_holes", "evaluate")
+SUITE = "suite"   # a suite job's last step: suite.json and suite.md from its datasets' results
 RESULT_FILES = EVAL_SET[:2]   # results.json, run.trec
 LAYER_FILES = EVAL_SET[2:]    # qrels.judged.tsv and its provenance: only when holes were filled and judged
 
 
 def result_files(folder: Path) -> list[str]:
-    """The files of a job's result set: results.json and the run(s) it names (and a judged layer)."""
+    """The files of a job's result set: results.json and the run(s) it names (and a judged layer);
+    a suite's: suite.json, suite.md and each dataset's set under its label."""
+    if (folder / "suite.json").exists():
+        from irforge.bench.record import SUITE_FILES
+
+        labels = [d["label"] for d in json.loads((folder / "suite.json").read_text(encoding="utf-8"))["datasets"]]
+        return [*SUITE_FILES, *(f"{label}/{name}" for label in labels for name in result_files(folder / label))]
     instruction_runs = _instruction_runs(folder)
     if instruction_runs is not None:
         return ["results.json", *instruction_runs]
@@ -55,7 +62,11 @@ def _instruction_runs(folder: Path) -> list[str] | None:
 
 
 def plan_steps(spec: JobSpec, endpoint_kind: str = "") -> list[str]:
-    """The steps a spec needs, in order (endpoint_kind: the kind of spec.endpoint, if any)."""
+    """The steps a spec needs, in order (endpoint_kind: the kind of spec.endpoint, if any). A
+    suite's: each dataset's steps as `<label>/<step>`, then `suite`; each is committed on its own,
+    so a restarted job redoes no finished dataset."""
+    if spec.is_suite:
+        return [f"{m.label}/{step}" for m in spec.datasets for step in plan_steps(spec.member_spec(m), endpoint_kind)] + [SUITE]
     if spec.instructions:
         return [EVALUATE]   # one step: see evaluate_instructions
     steps = []
@@ -193,7 +204,7 @@ def judge_holes(ctx: StepContext) -> dict:
         write_outputs,
     )
 
-    spec, out_dir = ctx.spec, ctx.job_dir / "results"
+    spec, out_dir = ctx.spec, ctx.results_dir
     final = final_stage_output(ctx)
     settings = HoleSettings(depth=spec.holes_depth, drop_identical_ids=not spec.keep_identical_ids, measures=spec.measures)
     judge, where = ctx.judge()
@@ -209,6 +220,22 @@ def judge_holes(ctx: StepContext) -> dict:
         copy_results(out_dir, Path(spec.output))
     return {"holes": report["holes"], "judged": report["judged"], "unparsed": report["unparsed"], "failed": report["failed"],
             "metrics_after": report["metrics_after"]}
+
+
+def step_kind(name: str) -> str:
+    """What a step does, without a suite's `<label>/`: `scifact/retrieve` -> `retrieve`."""
+    return name.rpartition("/")[2]
+
+
+def run_step(ctx: StepContext, name: str) -> dict:
+    """Run the step called `name`: a suite dataset's step in that dataset's context."""
+    label, _, kind = name.rpartition("/")
+    return STEPS[kind](ctx.for_member(label) if label else ctx)
+
+
+def final_metrics(outputs: dict[str, dict]) -> dict:
+    """The job record's metrics: the evaluation's, a suite's mean over its datasets."""
+    return outputs[SUITE]["mean"] if SUITE in outputs else outputs[EVALUATE]["metrics"]
 
 
 def job_warnings(outputs: dict[str, dict]) -> tuple[str, ...]:
@@ -231,7 +258,7 @@ def evaluate(ctx: StepContext) -> dict:
     final = final_stage_output(ctx)
     stage = StoredStage(final, read_run(ctx.job_dir / final["run_file"]), merged_tracker(ctx.outputs, ctx.judged))
     spec = ctx.spec
-    out_dir = ctx.job_dir / "results"
+    out_dir = ctx.results_dir
     eval_spec = EvalJobSpec(dataset=Path(spec.dataset), out_dir=out_dir, split=spec.split, top_k=spec.top_k,
                             measures=spec.measures, drop_identical_ids=not spec.keep_identical_ids)
     with OutputSet(out_dir) as staging:  # as `irforge eval` writes OUT: the old set or the new one, never a mix
@@ -266,7 +293,7 @@ def evaluate_instructions(ctx: StepContext) -> dict:
     from irforge.instructions.queries import InstructionTemplate
     from irforge.pipeline.retrievers.rerank import RerankingRetriever
 
-    spec, out_dir = ctx.spec, ctx.job_dir / "results"
+    spec, out_dir = ctx.spec, ctx.results_dir
     retriever = ctx.first_stage()
     if spec.has_reranker:
         retriever = RerankingRetriever(retriever, ctx.reranker(), depth=spec.rerank_depth, progress=ctx.progress)
@@ -284,6 +311,24 @@ def evaluate_instructions(ctx: StepContext) -> dict:
     return {"metrics": results["metrics"], "results_dir": str(out_dir)}
 
 
+def suite(ctx: StepContext) -> dict:
+    """suite.json and suite.md from the datasets' results, as `irforge bench` writes them (and
+    into the spec's output, beside the datasets' folders their evaluate steps copied there)."""
+    from irforge.bench.record import DatasetOutcome, suite_record, write_suite
+
+    spec = ctx.spec
+    outcomes = [DatasetOutcome(label=m.label, dataset=m.dataset, split=m.split, status="evaluated",
+                               results=json.loads((ctx.results_dir / m.label / "results.json").read_text(encoding="utf-8")))
+                for m in spec.datasets]
+    record = suite_record(spec.name or "suite", spec.split, list(spec.measures), outcomes)
+    record["job_id"] = ctx.job_id
+    write_suite(ctx.results_dir, record)
+    if spec.output:
+        checked(Path(spec.output), "job spec field 'output':")
+        write_suite(Path(spec.output), record)
+    return {"mean": record["mean"], "results_dir": str(ctx.results_dir)}
+
+
 def copy_results(source: Path, target: Path) -> None:
     """The job's set into `target` (the spec's output) as one set, like `irforge eval --out`."""
     checked(target, "job spec field 'output':")   # a folder swapped for a link since submission
@@ -294,5 +339,5 @@ def copy_results(source: Path, target: Path) -> None:
 
 STEPS: dict[str, Callable[[StepContext], dict]] = {
     INGEST: ingest_lexical, ENCODE: encode_vectors, RETRIEVE: retrieve, RERANK: rerank, JUDGE: judge_holes,
-    EVALUATE: evaluate,
+    EVALUATE: evaluate, SUITE: suite,
 }

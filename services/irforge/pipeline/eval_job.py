@@ -17,7 +17,7 @@ from irforge.common.files import write_json_atomic
 from irforge.common.versions import package_versions
 from irforge.data import BeirDataset, write_trec_run
 from irforge.data.qrels import check_qrels_references, qrels_fingerprint
-from irforge.data.types import Qrels, Run
+from irforge.data.types import Qrels, Query, Run
 from irforge.evaluator.core import EvaluationOptions, EvaluationResult
 from irforge.evaluator.measures import DEFAULT_MEASURES
 from irforge.pipeline.retrievers import CorpusTracker, Retriever
@@ -44,6 +44,16 @@ class EvalJobSpec:
             raise ValueError(f"--top-k must be positive, got {self.top_k}")
 
 
+def split_judgements(dataset: BeirDataset, split: str) -> tuple[Qrels, list[Query], Qrels]:
+    """(the split's qrels, its queries found in queries.jsonl, the judgements scored: those of
+    the queries found). `irforge bench` fingerprints the last to decide whether earlier results
+    still stand, so it must be exactly what EvalJob scores against."""
+    qrels = dataset.qrels(split)
+    queries = [q for q in dataset.queries() if q.query_id in qrels]
+    known = {q.query_id for q in queries}
+    return qrels, queries, {q: judged for q, judged in qrels.items() if q in known}
+
+
 class EvalJob:
     def __init__(self, spec: EvalJobSpec, retriever: Retriever, evaluator: EvaluatorClient, mode: str):
         self.spec = spec
@@ -64,8 +74,7 @@ class EvalJob:
         started = time.perf_counter()
         spec = self.spec
         dataset = BeirDataset.open(spec.dataset)
-        qrels = dataset.qrels(spec.split)
-        queries = [q for q in dataset.queries() if q.query_id in qrels]
+        qrels, queries, eval_qrels = split_judgements(dataset, spec.split)
         known = {q.query_id for q in queries}
         fingerprint = dataset.corpus_fingerprint()
 
@@ -79,7 +88,6 @@ class EvalJob:
         run = self._timed("retrieve_s", self.retriever.retrieve, queries, spec.top_k)
         run_path = write_trec_run(spec.out_dir / "run.trec", run, tag=f"irforge-{self.retriever.name}")
 
-        eval_qrels = {q: judged for q, judged in qrels.items() if q in known}
         options = EvaluationOptions(drop_identical_ids=spec.drop_identical_ids, complete=True)
         result = self._timed("evaluate_s", self.evaluator.evaluate, eval_qrels, run, list(spec.measures), options)
         self.timings["total_s"] = round(time.perf_counter() - started, 3)

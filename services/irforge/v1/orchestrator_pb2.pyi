@@ -73,7 +73,7 @@ class HoleFillingSpec(_message.Message):
     def __init__(self, depth: _Optional[int] = ..., judge: _Optional[str] = ...) -> None: ...
 
 class JobSpec(_message.Message):
-    __slots__ = ("dataset", "split", "retriever", "bm25", "dense", "fusion", "endpoint", "reranker", "measures", "top_k", "keep_identical_ids", "holes", "output", "shards", "name", "instructions")
+    __slots__ = ("dataset", "split", "retriever", "bm25", "dense", "fusion", "endpoint", "reranker", "measures", "top_k", "keep_identical_ids", "holes", "output", "shards", "name", "instructions", "datasets")
     DATASET_FIELD_NUMBER: _ClassVar[int]
     SPLIT_FIELD_NUMBER: _ClassVar[int]
     RETRIEVER_FIELD_NUMBER: _ClassVar[int]
@@ -90,6 +90,7 @@ class JobSpec(_message.Message):
     SHARDS_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     INSTRUCTIONS_FIELD_NUMBER: _ClassVar[int]
+    DATASETS_FIELD_NUMBER: _ClassVar[int]
     dataset: str
     split: str
     retriever: str
@@ -106,7 +107,18 @@ class JobSpec(_message.Message):
     shards: int
     name: str
     instructions: InstructionsSpec
-    def __init__(self, dataset: _Optional[str] = ..., split: _Optional[str] = ..., retriever: _Optional[str] = ..., bm25: _Optional[_Union[Bm25Parameters, _Mapping]] = ..., dense: _Optional[_Union[DenseParameters, _Mapping]] = ..., fusion: _Optional[_Union[FusionParameters, _Mapping]] = ..., endpoint: _Optional[str] = ..., reranker: _Optional[_Union[RerankerSpec, _Mapping]] = ..., measures: _Optional[_Iterable[str]] = ..., top_k: _Optional[int] = ..., keep_identical_ids: _Optional[bool] = ..., holes: _Optional[_Union[HoleFillingSpec, _Mapping]] = ..., output: _Optional[str] = ..., shards: _Optional[int] = ..., name: _Optional[str] = ..., instructions: _Optional[_Union[InstructionsSpec, _Mapping]] = ...) -> None: ...
+    datasets: _containers.RepeatedCompositeFieldContainer[SuiteDataset]
+    def __init__(self, dataset: _Optional[str] = ..., split: _Optional[str] = ..., retriever: _Optional[str] = ..., bm25: _Optional[_Union[Bm25Parameters, _Mapping]] = ..., dense: _Optional[_Union[DenseParameters, _Mapping]] = ..., fusion: _Optional[_Union[FusionParameters, _Mapping]] = ..., endpoint: _Optional[str] = ..., reranker: _Optional[_Union[RerankerSpec, _Mapping]] = ..., measures: _Optional[_Iterable[str]] = ..., top_k: _Optional[int] = ..., keep_identical_ids: _Optional[bool] = ..., holes: _Optional[_Union[HoleFillingSpec, _Mapping]] = ..., output: _Optional[str] = ..., shards: _Optional[int] = ..., name: _Optional[str] = ..., instructions: _Optional[_Union[InstructionsSpec, _Mapping]] = ..., datasets: _Optional[_Iterable[_Union[SuiteDataset, _Mapping]]] = ...) -> None: ...
+
+class SuiteDataset(_message.Message):
+    __slots__ = ("dataset", "label", "split")
+    DATASET_FIELD_NUMBER: _ClassVar[int]
+    LABEL_FIELD_NUMBER: _ClassVar[int]
+    SPLIT_FIELD_NUMBER: _ClassVar[int]
+    dataset: str
+    label: str
+    split: str
+    def __init__(self, dataset: _Optional[str] = ..., label: _Optional[str] = ..., split: _Optional[str] = ...) -> None: ...
 
 class InstructionsSpec(_message.Message):
     __slots__ = ("enabled", "template", "robustness_k")

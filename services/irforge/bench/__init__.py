@@ -1,0 +1,1 @@
+"""`irforge bench`: one system over a suite of datasets (suite file, runner, reuse check, table)."""

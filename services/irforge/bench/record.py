@@ -1,0 +1,52 @@
+"""suite.json (and suite.md beside it): what a bench wrote, per dataset and on average. The
+in-process bench and the orchestrator's suite jobs both write it through here, so its shape is
+one; a report generator reads exactly these keys."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from irforge.bench.table import mean_metrics, suite_markdown
+from irforge.common.files import atomic_write, write_json_atomic
+
+SUITE_FILES = ("suite.json", "suite.md")
+
+
+@dataclass(frozen=True)
+class DatasetOutcome:
+    label: str
+    dataset: str        # as given
+    split: str
+    results: dict       # that dataset's results.json
+    status: str         # "evaluated" | "reused"
+
+
+def suite_record(name: str, split: str, measures: list[str], outcomes: list[DatasetOutcome]) -> dict:
+    first = outcomes[0].results
+    datasets = [{
+        "label": o.label, "dataset": o.dataset, "path": o.results["data"]["path"], "split": o.split,
+        "results": f"{o.label}/results.json", "status": o.status,
+        "metrics": {name: o.results["metrics"][name] for name in measures},
+        "queries": o.results["evaluation"]["queries_evaluated"], "timings": o.results["timings"],
+    } for o in outcomes]
+    return {
+        "kind": "suite", "name": name, "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "split": split, "measures": list(measures), "system": first["retriever"], "datasets": datasets,
+        "mean": mean_metrics(datasets, list(measures)), "versions": first["versions"],
+    }
+
+
+def write_suite(folder: Path, record: dict) -> None:
+    """suite.md first, then suite.json: a kill between them leaves no suite.json, which a reader
+    takes as "no complete suite" (see remove_suite)."""
+    with atomic_write(folder / "suite.md") as handle:
+        handle.write(suite_markdown(record))
+    write_json_atomic(folder / "suite.json", record)
+
+
+def remove_suite(folder: Path) -> None:
+    """Before OUT's datasets change: an old suite.json would describe results no longer there."""
+    for name in SUITE_FILES:
+        (folder / name).unlink(missing_ok=True)

@@ -1,0 +1,131 @@
+"""A suite: the datasets one system is benchmarked on, each under a label (its folder in OUT and
+its row in the table). Read from a YAML suite file or built from repeated --dataset flags;
+refused, naming the file and the field, when it is malformed."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from irforge.evaluator.measures import MeasureError, parse_measures
+
+SUITE_FIELDS = ("name", "split", "measures", "datasets")
+ENTRY_FIELDS = ("path", "name", "label", "split")
+# A label is one folder name in OUT: no separators, no hidden or temporary names, not the suite's own files.
+LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
+RESERVED_LABELS = ("suite.json", "suite.md")
+
+
+class SuiteError(ValueError):
+    """A suite file or --dataset list that cannot be run; the message names the file and field."""
+
+
+@dataclass(frozen=True)
+class SuiteEntry:
+    dataset: str      # as given: a folder, or a dataset name `irforge eval --dataset` resolves
+    label: str
+    split: str
+    location: str     # what to pass to `irforge eval --dataset`: `dataset`, or a folder relative to the suite file resolved
+
+
+@dataclass(frozen=True)
+class Suite:
+    name: str
+    split: str
+    measures: tuple[str, ...] | None   # None: the command's -m flags or eval's defaults
+    entries: tuple[SuiteEntry, ...]
+
+
+def label_for(dataset: str) -> str:
+    """The default label: the folder's name (`beir/scifact` -> `scifact`)."""
+    return Path(str(dataset).rstrip("/")).name
+
+
+def suite_from_datasets(datasets: list[str], split: str, name: str) -> Suite:
+    """The suite of repeated --dataset flags, labelled by folder name."""
+    entries = tuple(SuiteEntry(dataset=str(d), label=label_for(d), split=split, location=str(d)) for d in datasets)
+    _check_labels(entries, [f"--dataset {entry.dataset}" for entry in entries], "")
+    return Suite(name=name, split=split, measures=None, entries=entries)
+
+
+def load_suite(path: str | Path) -> Suite:
+    path = Path(path)
+    try:
+        mapping = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise SuiteError(f"cannot read suite file {path}: {error.strerror}") from None
+    except yaml.YAMLError as error:
+        raise SuiteError(f"suite file {path} is not valid YAML: {error}") from None
+
+    def bad(field: str, message: str):
+        raise SuiteError(f"suite file {path}: field {field!r}: {message}")
+
+    if not isinstance(mapping, dict):
+        raise SuiteError(f"suite file {path}: expected a mapping with fields {', '.join(SUITE_FIELDS)}, "
+                         f"got {type(mapping).__name__}")
+    for key in mapping:
+        if key not in SUITE_FIELDS:
+            bad(str(key), f"unknown field (a suite has {', '.join(SUITE_FIELDS)})")
+    name = _text(mapping, "name", path.stem, bad)
+    split = _text(mapping, "split", "test", bad)
+    measures = mapping.get("measures")
+    if measures is not None:
+        if not isinstance(measures, list) or not measures or not all(isinstance(m, str) for m in measures):
+            bad("measures", "must be a non-empty list of measure names like nDCG@10")
+        try:
+            parse_measures(measures)
+        except MeasureError as error:
+            bad("measures", str(error))
+        measures = tuple(measures)
+    datasets = mapping.get("datasets")
+    if not isinstance(datasets, list) or not datasets:
+        bad("datasets", "required: a non-empty list of dataset folders or names, or mappings {path|name, label, split}")
+    base = path.resolve().parent
+    entries = tuple(_entry(item, f"datasets[{n}]", split, base, bad) for n, item in enumerate(datasets))
+    _check_labels(entries, [f"datasets[{n}]" for n in range(len(entries))], f"suite file {path}: ")
+    return Suite(name=name, split=split, measures=measures, entries=entries)
+
+
+def _text(mapping: dict, field: str, default: str, bad, where: str = "") -> str:
+    value = mapping.get(field, default)
+    if not isinstance(value, str) or not value.strip():
+        bad(where + field, f"must be a non-empty string, got {value!r}")
+    return value
+
+
+def _entry(item, where: str, split: str, base: Path, bad) -> SuiteEntry:
+    if isinstance(item, str) and item.strip():
+        # A folder relative to the suite file when there is one; else as given (a dataset name,
+        # or a path relative to the current folder).
+        local = base / item
+        return SuiteEntry(dataset=item, label=label_for(item), split=split,
+                          location=str(local) if not Path(item).is_absolute() and local.is_dir() else item)
+    if not isinstance(item, dict):
+        bad(where, f"must be a folder or name, or a mapping {{path|name, label, split}}; got {item!r}")
+    for key in item:
+        if key not in ENTRY_FIELDS:
+            bad(f"{where}.{key}", f"unknown field (a dataset entry has {', '.join(ENTRY_FIELDS)})")
+    if ("path" in item) == ("name" in item):
+        bad(where, "give exactly one of path (a folder, relative to the suite file) or name (a dataset name)")
+    if "path" in item:
+        given = _text(item, "path", "", bad, f"{where}.")
+        location = given if Path(given).is_absolute() else str(base / given)
+    else:
+        given = location = _text(item, "name", "", bad, f"{where}.")
+    label = _text(item, "label", label_for(given), bad, f"{where}.")
+    return SuiteEntry(dataset=given, label=label, split=_text(item, "split", split, bad, f"{where}."), location=location)
+
+
+def _check_labels(entries: tuple[SuiteEntry, ...], places: list[str], prefix: str) -> None:
+    seen: dict[str, str] = {}
+    for entry, place in zip(entries, places):
+        if not LABEL.fullmatch(entry.label) or entry.label in RESERVED_LABELS:
+            raise SuiteError(f"{prefix}{place}: label {entry.label!r} cannot name a folder of OUT (letters, digits, "
+                             "'.', '_', '+', '-', starting with a letter or digit; not suite.json or suite.md)")
+        if entry.label in seen:
+            raise SuiteError(f"{prefix}{place}: label {entry.label!r} is already used by {seen[entry.label]}; "
+                             "every dataset needs its own label (a suite file entry can set `label:`)")
+        seen[entry.label] = place

@@ -1,0 +1,58 @@
+"""The suite table, BEIR/MTEB style: one row per dataset, one column per measure, a final Mean
+row (the unweighted mean over datasets, as BEIR reports it: every dataset counts once, whatever
+its number of queries)."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+FORMATS = ("text", "markdown", "csv")
+
+
+def mean_metrics(datasets: list[dict], measures: list[str]) -> dict[str, float]:
+    """Each measure's mean over the datasets (every dataset has every measure: one system, one list)."""
+    return {name: sum(d["metrics"][name] for d in datasets) / len(datasets) for name in measures}
+
+
+def suite_table(record: dict, fmt: str = "text") -> str:
+    """suite.json's table as text (aligned columns), Markdown or CSV (full precision)."""
+    measures = record["measures"]
+    rows = [(d["label"], [d["metrics"][name] for name in measures]) for d in record["datasets"]]
+    rows.append(("Mean", [record["mean"][name] for name in measures]))
+    if fmt == "csv":
+        text = io.StringIO()
+        writer = csv.writer(text, lineterminator="\n")
+        writer.writerow(["dataset", *measures])
+        writer.writerows([label, *(repr(value) for value in values)] for label, values in rows)
+        return text.getvalue()
+    cells = [["dataset", *measures]] + [[label, *(f"{value:.4f}" for value in values)] for label, values in rows]
+    if fmt == "markdown":
+        lines = [f"| {' | '.join(cells[0])} |", "|" + "---|" + "---:|" * len(measures)]
+        lines += [f"| {' | '.join(row)} |" for row in cells[1:-1]]
+        lines.append(f"| **{rows[-1][0]}** | " + " | ".join(f"**{cell}**" for cell in cells[-1][1:]) + " |")
+        return "\n".join(lines) + "\n"
+    if fmt != "text":
+        raise ValueError(f"table format {fmt!r} is not one of {', '.join(FORMATS)}")
+    widths = [max(len(row[n]) for row in cells) for n in range(len(cells[0]))]
+    lines = ["  ".join(cell.ljust(widths[0]) if n == 0 else cell.rjust(widths[n]) for n, cell in enumerate(row))
+             for row in cells]
+    lines.insert(len(lines) - 1, "-" * len(lines[0]))  # the Mean row set apart, as BEIR tables do
+    return "\n".join(lines) + "\n"
+
+
+def suite_markdown(record: dict) -> str:
+    """suite.md: a heading that says what was run, then the table."""
+    system = record["system"]
+    return (f"# {record['name']}\n\n"
+            f"{describe_system(system)} · split {record['split']} · top_k {system.get('top_k')} · "
+            f"{len(record['datasets'])} datasets · {record['created_at']}\n\n" + suite_table(record, "markdown"))
+
+
+def describe_system(system: dict) -> str:
+    from irforge.cli.eval_cmd import _describe_retriever
+
+    try:
+        return _describe_retriever(system)
+    except (KeyError, TypeError):   # a description eval's one-liner does not know: its name
+        return str(system.get("name", "system"))

@@ -1,0 +1,96 @@
+"""`irforge bench`: one system over several datasets (a suite), each as `irforge eval` evaluates it,
+with a table per dataset and mean (BEIR/MTEB style). See docs/bench.md."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import traceback
+from pathlib import Path
+
+from irforge.bench.runner import DatasetFailed, run_bench
+from irforge.bench.suite import Suite, SuiteError, load_suite, suite_from_datasets
+from irforge.bench.table import FORMATS, suite_table
+from irforge.cli import eval_cmd
+from irforge.common.output_set import OutputFolderError, check_outside
+from irforge.common.redact import redact_text
+from irforge.evaluator.measures import DEFAULT_MEASURES, MeasureError, parse_measures
+
+
+def add_parser(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "bench", help="evaluate one system on several datasets (a suite): a table per dataset and mean",
+        description="Run `irforge eval` with the same flags on every dataset of a suite: OUT/<label>/ gets each "
+        "dataset's run.trec and results.json, OUT/suite.json and OUT/suite.md the table (rows: datasets, columns: "
+        "measures, a final Mean row). A dataset whose results.json records the same system and data is reused, "
+        "not redone, so an interrupted bench resumes with the next dataset. See docs/bench.md.",
+    )
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--suite", type=Path, metavar="FILE",
+                        help="suite file (YAML: name, split, measures, datasets); see docs/bench.md")
+    source.add_argument("--dataset", action="append", metavar="DIR",
+                        help="a dataset (BEIR folder, or a name `irforge eval --dataset` takes); repeat for each, "
+                             "labelled by folder name")
+    parser.add_argument("--split", help="with --dataset: the qrels/<split>.tsv of every dataset (default test)")
+    parser.add_argument("--name", help="the suite's name in suite.json (default: the suite file's `name`, else OUT's folder name)")
+    parser.add_argument("--out", type=Path, required=True, help="output folder: OUT/<label>/ per dataset, OUT/suite.json, OUT/suite.md")
+    parser.add_argument("--format", choices=FORMATS, default="text",
+                        help="how the final table is printed: text (default), markdown or csv (suite.md is always Markdown)")
+    eval_cmd.add_pipeline_arguments(parser, DEFAULT_MEASURES)
+    parser.set_defaults(handler=run_bench_command)
+
+
+def eval_dataset_type():
+    """What `irforge eval --dataset` makes of its value (a path today; the same conversion whatever it becomes)."""
+    from irforge.cli.parser import IrforgeParser
+
+    subparsers = IrforgeParser(add_help=False).add_subparsers()
+    eval_cmd.add_parser(subparsers)
+    action = next(a for a in subparsers.choices["eval"]._actions if a.dest == "dataset")
+    return action.type or str
+
+
+def suite_from_args(args: argparse.Namespace) -> Suite:
+    if args.suite is not None:
+        if args.split is not None:
+            raise SuiteError("--split goes with --dataset; a suite file gives its split (`split:`, per dataset too)")
+        suite = load_suite(args.suite)
+        return suite if args.name is None else Suite(args.name, suite.split, suite.measures, suite.entries)
+    return suite_from_datasets(args.dataset, args.split or "test", args.name or Path(args.out).resolve().name)
+
+
+def bench_measures(args: argparse.Namespace, suite: Suite) -> list[str]:
+    """-m flags first, then the suite file's measures, then eval's defaults."""
+    measures = list(args.measures or suite.measures or DEFAULT_MEASURES)
+    parse_measures(measures)   # before any dataset runs
+    return measures
+
+
+def run_bench_command(args: argparse.Namespace) -> int:
+    from irforge.cli.main import USER_ERRORS
+
+    def say(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    try:
+        suite = suite_from_args(args)
+        measures = bench_measures(args, suite)
+        if Path(args.out).exists() and not Path(args.out).is_dir():
+            raise OutputFolderError(f"--out {args.out}: exists and is not a folder")
+        # A store inside OUT would sit among (or under) the datasets' folders, which runs replace.
+        check_outside(args.out, {flag: getattr(args, flag[2:].replace("-", "_"), None)
+                                 for flag in eval_cmd.STORES if flag != "--dataset"})
+        say(f"irforge bench: {suite.name}: {len(suite.entries)} datasets -> {args.out}")
+        record = run_bench(args, suite, Path(args.out), measures, say=say, dataset_type=eval_dataset_type())
+    except (SuiteError, MeasureError, OutputFolderError) as error:
+        print(f"irforge bench: error: {redact_text(str(error))}", file=sys.stderr)
+        return 2
+    except DatasetFailed as failed:
+        print(f"irforge bench: error: {redact_text(str(failed))}", file=sys.stderr)
+        if isinstance(failed.error, (eval_cmd.UsageError, *USER_ERRORS)):
+            return 2
+        traceback.print_exception(failed.error, file=sys.stderr)   # not the user's doing: the full story
+        return 1
+    print(f"\n{record['name']} · {len(record['datasets'])} datasets · wrote {args.out}/suite.json and suite.md\n")
+    sys.stdout.write(suite_table(record, args.format))
+    return 0
