@@ -201,6 +201,30 @@ def scifact_tiny(scifact_subset, tmp_path_factory) -> Path:
     return root
 
 
+@pytest.fixture(scope="session")
+def nfcorpus_subset(beir_dir, tmp_path_factory):
+    """25 NFCorpus test queries, every document they judge, and the first 150 others: a second real
+    dataset (graded 1 and 2) beside the SciFact slices, for suites."""
+    import json
+
+    from irforge.data import BeirDataset
+
+    source = BeirDataset.open(beir_dir / "nfcorpus")
+    qrels = source.qrels("test")
+    query_ids = sorted(qrels)[:25]
+    judged = {doc_id for q in query_ids for doc_id in qrels[q]}
+    root = tmp_path_factory.mktemp("nfcorpus-subset") / "nfcorpus"
+    (root / "qrels").mkdir(parents=True)
+    kept = [d for n, d in enumerate(source.corpus()) if d.doc_id in judged or n < 150]
+    (root / "corpus.jsonl").write_text("".join(json.dumps({"_id": d.doc_id, "title": d.title, "text": d.text}) + "\n"
+                                               for d in kept))
+    (root / "queries.jsonl").write_text("".join(json.dumps({"_id": q.query_id, "text": q.text}) + "\n"
+                                                for q in source.queries() if q.query_id in query_ids))
+    (root / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + "".join(
+        f"{q}\t{d}\t{r}\n" for q in query_ids for d, r in sorted(qrels[q].items())))
+    return root
+
+
 @pytest.fixture()
 def services_address(tmp_path):
     """A fresh corpus service (embedded BM25, its own index folder) and an evaluator on one
