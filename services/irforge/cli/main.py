@@ -7,7 +7,7 @@ import os
 import sys
 
 from irforge import __version__
-from irforge.cli import eval_cmd, instructions_cmd, jobs_cmd, judge_cmd, metrics_cmd, qc_cmd, serve_cmd, service_cmd, shard_cmd
+from irforge.cli import eval_cmd, instructions_cmd, jobs_cmd, judge_cmd, metrics_cmd, qc_cmd, report_cmd, serve_cmd, service_cmd, shard_cmd
 from irforge.cli.parser import IrforgeParser
 from irforge.common.grpc_errors import ServiceUnavailable
 from irforge.common.output_set import OutputFolderError
@@ -41,6 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     qc_cmd.add_parser(subparsers)
     judge_cmd.add_parser(subparsers)
     shard_cmd.add_parser(subparsers)
+    report_cmd.add_parser(subparsers)
     for command in subparsers.choices.values():
         add_client_tls_arguments(command)
     return parser
