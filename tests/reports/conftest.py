@@ -53,7 +53,7 @@ def evaluate(dataset: Path, out: Path, root: Path, *flags: str) -> dict:
     return json.loads((out / "results.json").read_text())
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def report_inputs(scifact_subset, scifact_tiny, tmp_path_factory) -> Inputs:
     root = tmp_path_factory.mktemp("report-inputs")
     chat = _scripted_chat().ScriptedChat().start()

@@ -136,35 +136,54 @@ EXTERNAL = [
 ]
 
 
-def test_report_of_real_inputs_renders_in_chromium(report_inputs, tmp_path):
-    browser = find_browser()
-    out = tmp_path / "report.html"
+@pytest.fixture(scope="module")
+def report_file(report_inputs, tmp_path_factory) -> Path:
+    """The report of every kind of input at once: two eval results, a comparison, a suite folder."""
+    out = tmp_path_factory.mktemp("report") / "report.html"
     inputs = [str(report_inputs.bm25_a), str(report_inputs.bm25_b / "results.json"), str(report_inputs.comparison),
               str(report_inputs.suite.parent)]
     assert main(["report", *inputs, "--out", str(out), "--title", "SciFact slices: BM25 k1/b"]) == 0
-    text = out.read_text(encoding="utf-8")
+    return out
 
-    # Self-contained: nothing a browser would fetch (a href is only ever a #fragment of the page).
+
+def test_the_page_references_nothing_outside_itself(report_file, report_inputs):
+    text = report_file.read_text(encoding="utf-8")
     for pattern in EXTERNAL:
         found = pattern.search(text)
         assert found is None, f"external reference {found.group(0)!r} near {text[max(found.start() - 80, 0):found.end() + 80]!r}"
-    assert all(href.startswith("#") for href in re.findall(r'href="([^"]*)"', text))
+    assert re.findall(r'href="([^"]*)"', text) and all(href.startswith("#") for href in re.findall(r'href="([^"]*)"', text))
+    assert "Content-Security-Policy" in text and "default-src 'none'" in text   # and the browser may not fetch anyway
     # A label with markup is shown escaped, never interpreted.
     assert report_inputs.odd_label not in text and "bm25 &quot;k1=1.2&quot; &lt;b=0.75&gt; &amp; co" in text
 
+
+def test_the_report_renders_in_chromium(report_file, report_inputs, tmp_path):
+    browser = find_browser()
     screenshot = tmp_path / "report.png"
-    dom_run = chromium(browser, tmp_path / "profile-dom", "--dump-dom", out.as_uri())
-    shot_run = chromium(browser, tmp_path / "profile-shot", f"--screenshot={screenshot}", "--window-size=1280,2400", out.as_uri())
+    dom_run = chromium(browser, tmp_path / "profile-dom", "--dump-dom", report_file.as_uri())
+    shot_run = chromium(browser, tmp_path / "profile-shot", f"--screenshot={screenshot}", "--window-size=1280,2400",
+                        report_file.as_uri())
     dom = RenderedPage(finish(dom_run))
     finish(shot_run)
 
     assert dom.body.get("data-script-errors") == "", f"script errors: {dom.body.get('data-script-errors')!r}"
     assert dom.body.get("data-rendered") == "ok", "the page's script did not run to its end"
     assert dom.sortable_headers > 20, "the sorting script did not reach the tables"
+    assert_the_expected_tables_and_plots(dom, report_inputs)
+
+    assert screenshot.is_file() and screenshot.stat().st_size > 40_000, "screenshot missing or too small to hold a page"
+    width, lines = png_top_rows(screenshot, 260)
+    counted = colours(width, lines, len(lines[0]) // width)
+    background = counted.most_common(1)[0][1] / sum(counted.values())
+    assert len(counted) > 50 and background < 0.97, f"the top of the page looks blank ({len(counted)} colours)"
+
+
+def assert_the_expected_tables_and_plots(dom: RenderedPage, report_inputs) -> None:
+    compared = len(report_inputs.compared)
     # Comparison: 2 systems; 1 pair per compared measure, each with its per-query difference plot.
     assert dom.rows["comparison-systems"] == 2
-    assert dom.rows["comparison-pairs"] == len(report_inputs.compared)
-    assert dom.plots["difference"] == len(report_inputs.compared)
+    assert dom.rows["comparison-pairs"] == compared
+    assert dom.plots["difference"] == compared
     assert dom.rows["comparison-judged"] == 2 and dom.rows["comparison-timings"] == 2
     # Suite: 2 datasets that ran and one that failed, the mean row; one bar chart.
     assert dom.rows["suite-datasets"] == 3 and dom.foot_rows["suite-datasets"] == 1
@@ -176,10 +195,23 @@ def test_report_of_real_inputs_renders_in_chromium(report_inputs, tmp_path):
     assert dom.rows["configuration"] == dom.rows["data-fingerprints"] == 6
     assert dom.rows["inputs-files"] == 4
 
-    assert screenshot.is_file() and screenshot.stat().st_size > 40_000, "screenshot missing or too small to hold a page"
-    width, lines = png_top_rows(screenshot, 260)
-    step = len(lines[0]) // width
-    counted = colours(width, lines, step)
-    background = counted.most_common(1)[0][1] / sum(counted.values())
-    assert len(counted) > 50 and background < 0.97, f"the top of the page looks blank ({len(counted)} colours)"
-    shutil.copy(screenshot, tmp_path.parent / "report-screenshot.png")
+
+def test_without_its_scripts_the_page_is_complete_and_a_script_error_would_show(report_file, report_inputs, tmp_path):
+    """The page needs no script: with its two inline scripts cut out, Chromium renders every table
+    and plot. And the error recorder the render test relies on does catch an error (else its
+    'no errors' would prove nothing). (Chromium's own switch for scripts also stops --dump-dom.)"""
+    browser = find_browser()
+    text = report_file.read_text(encoding="utf-8")
+    no_scripts, cut = re.subn(r"<script>.*?</script>", "", text, flags=re.S)
+    assert cut == 2
+    (tmp_path / "no-scripts.html").write_text(no_scripts, encoding="utf-8")
+    (tmp_path / "broken.html").write_text(text.replace("</body>", "<script>document.body.no.such.thing = 1;</script></body>"),
+                                          encoding="utf-8")
+    off_run = chromium(browser, tmp_path / "profile-off", "--dump-dom", (tmp_path / "no-scripts.html").as_uri())
+    broken_run = chromium(browser, tmp_path / "profile-broken", "--dump-dom", (tmp_path / "broken.html").as_uri())
+    off, failing = RenderedPage(finish(off_run)), RenderedPage(finish(broken_run))
+
+    assert "data-rendered" not in off.body and off.sortable_headers == 0
+    assert_the_expected_tables_and_plots(off, report_inputs)
+    # "Cannot read properties of undefined (reading 'such')"
+    assert "such" in failing.body.get("data-script-errors", ""), failing.body

@@ -16,7 +16,7 @@ BETTER, WORSE, NEUTRAL, INK, GRID = "#2166ac", "#e66101", "#8c8c8c", "#222", "#d
 FONT = 'font-family="system-ui, sans-serif"'
 
 
-def nice_ticks(low: float, high: float, count: int = 4) -> list[float]:
+def nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
     """Round tick values (steps of 1, 2, 2.5 or 5 times a power of ten) covering [low, high]."""
     if not high > low:
         low, high = (low - 0.5, high + 0.5) if low != 0 else (0.0, 1.0)
@@ -67,10 +67,13 @@ def difference_plot(differences: list[float], measure: str, system: str, against
     for tick in ticks:
         body.append(f'<line x1="{left}" x2="{left + width}" y1="{y(tick):.1f}" y2="{y(tick):.1f}" stroke="{GRID}"/>')
         body.append(_text(left - 6, y(tick) + 4, tick_label(tick), "end"))
-    step = width / max(len(values), 1)
+    drawn = values
+    if len(values) > width:   # more queries than pixels: draw the sorted curve at one quantile per pixel
+        drawn = [values[round(i * (len(values) - 1) / (width - 1))] for i in range(int(width))]
+    step = width / max(len(drawn), 1)
     gap = 1.0 if step > 4 else 0.0
     zero = y(0.0)
-    for n, value in enumerate(values):
+    for n, value in enumerate(drawn):
         x = left + n * step
         if value == 0:
             body.append(f'<rect x="{x:.1f}" y="{zero - 1.5:.1f}" width="{max(step - gap, 0.6):.2f}" height="3" fill="{NEUTRAL}"/>')
