@@ -26,6 +26,8 @@ def report(capsys, *argv) -> tuple[int, str]:
     ('{"dataset": "scifact"}', "not a complete results file: missing 'metrics', 'retriever' (no \"kind\" key"),
     ('{"kind": "comparison", "measures": [], "systems": []}', "not a complete comparison file: missing 'table', 'comparisons'"),
     ('{"kind": "suite", "measures": ["nDCG@10"]}', "not a complete suite file: missing 'datasets'"),
+    ('{"kind": "suite", "measures": ["nDCG@10"], "datasets": ["scifact"]}', "'datasets' must be a list of objects"),
+    ('{"metrics": [0.5], "retriever": {}}', "'metrics' must be an object, not [0.5]"),
 ])
 def test_an_input_it_cannot_read_is_named_and_nothing_is_written(content, message, tmp_path, capsys):
     bad = tmp_path / "input.json"
@@ -56,7 +58,7 @@ def test_an_existing_report_is_replaced_whole(report_inputs, tmp_path, capsys):
     assert main(["report", str(report_inputs.bm25_a), "--out", str(out)]) == 0
     assert out.read_text().startswith("<!DOCTYPE html>") and out.read_text().rstrip().endswith("</html>")
     assert [p.name for p in tmp_path.iterdir()] == ["r.html"]   # no temporary left beside it
-    assert f"wrote {out}: 1 input, 1 systems, 0 plots" in capsys.readouterr().out
+    assert f"wrote {out}: 1 input, 1 system, 0 plots" in capsys.readouterr().out
 
 
 def test_what_each_kind_of_input_yields(report_inputs):

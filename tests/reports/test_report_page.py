@@ -198,15 +198,16 @@ def assert_the_expected_tables_and_plots(dom: RenderedPage, report_inputs) -> No
 
 def test_without_its_scripts_the_page_is_complete_and_a_script_error_would_show(report_file, report_inputs, tmp_path):
     """The page needs no script: with its two inline scripts cut out, Chromium renders every table
-    and plot. And the error recorder the render test relies on does catch an error (else its
-    'no errors' would prove nothing). (Chromium's own switch for scripts also stops --dump-dom.)"""
+    and plot (Chromium's own switch for scripts would also stop --dump-dom). The error recorder
+    the render test relies on does catch an error, else its 'no errors' would prove nothing; the
+    same page checks that a header click sorts."""
     browser = find_browser()
     text = report_file.read_text(encoding="utf-8")
     no_scripts, cut = re.subn(r"<script>.*?</script>", "", text, flags=re.S)
     assert cut == 2
     (tmp_path / "no-scripts.html").write_text(no_scripts, encoding="utf-8")
-    (tmp_path / "broken.html").write_text(text.replace("</body>", "<script>document.body.no.such.thing = 1;</script></body>"),
-                                          encoding="utf-8")
+    broken = text.replace("</body>", SORT_PROBE + "<script>document.body.no.such.thing = 1;</script></body>")
+    (tmp_path / "broken.html").write_text(broken, encoding="utf-8")
     off_run = chromium(browser, tmp_path / "profile-off", "--dump-dom", (tmp_path / "no-scripts.html").as_uri())
     broken_run = chromium(browser, tmp_path / "profile-broken", "--dump-dom", (tmp_path / "broken.html").as_uri())
     off, failing = RenderedPage(finish(off_run)), RenderedPage(finish(broken_run))
@@ -215,3 +216,13 @@ def test_without_its_scripts_the_page_is_complete_and_a_script_error_would_show(
     assert_the_expected_tables_and_plots(off, report_inputs)
     # "Cannot read properties of undefined (reading 'such')"
     assert "such" in failing.body.get("data-script-errors", ""), failing.body
+    # And the sorting works: the suite's datasets by the first measure, up then down; a failed dataset (no value) last.
+    assert failing.body.get("data-probe") == ("scifact-subset,scifact-tiny,nfcorpus-missing | scifact-tiny,scifact-subset,"
+                                              "nfcorpus-missing | scifact-subset,scifact-tiny,nfcorpus-missing")
+
+
+# Clicks the suite table's first measure header twice, recording the order of the datasets each time.
+SORT_PROBE = """<script>(function(){var t=document.querySelector('table[data-table="suite-datasets"]'),th=t.tHead.rows[0].cells[4];
+function order(){return Array.prototype.map.call(t.tBodies[0].rows,function(r){return r.cells[0].textContent;}).join(",");}
+var seen=[order()];th.click();seen.push(order());th.click();seen.push(order());
+document.body.setAttribute("data-probe",seen.join(" | "));})();</script>"""

@@ -37,6 +37,10 @@ def check_out(out: Path) -> None:
         raise ReportInputError(f"--out {out}: no permission to write in {parent}")
 
 
+def plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
 def run_report(args: argparse.Namespace) -> int:
     try:
         check_out(args.out)
@@ -49,6 +53,6 @@ def run_report(args: argparse.Namespace) -> int:
     document = build_report(inputs, args.title, command)
     write_report(args.out, document)
     systems = sum(len(item.systems) for item in inputs)
-    print(f"wrote {args.out}: {len(inputs)} input{'s' if len(inputs) != 1 else ''}, {systems} systems, "
-          f"{document.count('<svg ')} plots, {len(document.encode('utf-8')) // 1024} KiB")
+    print(f"wrote {args.out}: {plural(len(inputs), 'input')}, {plural(systems, 'system')}, "
+          f"{plural(document.count('<svg '), 'plot')}, {len(document.encode('utf-8')) // 1024} KiB")
     return 0

@@ -12,12 +12,15 @@ from pathlib import Path
 # A folder given as input: the first of these it holds is the input.
 FOLDER_FILES = ("comparison.json", "suite.json", "results.json")
 KINDS = {"comparison": "comparison", "suite": "suite", "instructions": "instructions", None: "results"}
+# Per kind, the keys a report cannot do without and the JSON type each must have (lists: of objects
+# where marked), so a malformed file is refused with its reason, not met halfway through the page.
 REQUIRED = {
-    "results": ("metrics", "retriever"),
-    "instructions": ("metrics", "retriever"),
-    "comparison": ("measures", "systems", "table", "comparisons"),
-    "suite": ("measures", "datasets"),
+    "results": {"metrics": dict, "retriever": dict},
+    "instructions": {"metrics": dict, "retriever": dict},
+    "comparison": {"measures": list, "systems": (list, dict), "table": (list, dict), "comparisons": (list, dict)},
+    "suite": {"measures": list, "datasets": (list, dict)},
 }
+JSON_NAMES = {dict: "an object", list: "a list"}
 
 
 class ReportInputError(ValueError):
@@ -48,6 +51,9 @@ class System:
 
     @property
     def judged(self) -> dict[str, float]:
+        """Judged@k as evaluated (a comparison lists them apart, as "judged")."""
+        if isinstance(self.record.get("judged"), dict):
+            return self.record["judged"]
         return {name: value for name, value in self.reported.items() if name.startswith("Judged@")}
 
     @property
@@ -69,16 +75,17 @@ class ReportInput:
 
 
 def read_json(path: Path, what: str) -> dict:
+    where = what if what == str(path) else f"{what}: {path}"
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
-        raise ReportInputError(f"{what}: cannot read {path}: {getattr(error, 'strerror', None) or error}") from None
+        raise ReportInputError(f"{where}: cannot be read: {getattr(error, 'strerror', None) or error}") from None
     try:
         record = json.loads(text)
     except json.JSONDecodeError as error:
-        raise ReportInputError(f"{what}: {path} is not JSON (line {error.lineno}, column {error.colno}: {error.msg})") from None
+        raise ReportInputError(f"{where}: is not JSON (line {error.lineno}, column {error.colno}: {error.msg})") from None
     if not isinstance(record, dict):
-        raise ReportInputError(f"{what}: {path} holds a JSON {type(record).__name__}, not an object")
+        raise ReportInputError(f"{where}: holds a JSON {type(record).__name__}, not an object")
     return record
 
 
@@ -96,7 +103,7 @@ def resolve(given: str) -> Path:
 
 def kind_of(record: dict, path: Path) -> str:
     kind = record.get("kind")
-    if kind not in KINDS:
+    if not isinstance(kind, (str, type(None))) or kind not in KINDS:
         raise ReportInputError(f"{path}: unknown kind {kind!r} (a report reads results.json of irforge eval or "
                                "eval-instructions, comparison.json of irforge compare, suite.json of irforge bench)")
     kind = KINDS[kind]
@@ -104,6 +111,12 @@ def kind_of(record: dict, path: Path) -> str:
     if missing:
         hint = "" if "kind" in record else " (no \"kind\" key, so it was read as an irforge eval results.json)"
         raise ReportInputError(f"{path}: not a complete {kind} file: missing {', '.join(map(repr, missing))}{hint}")
+    for key, expected in REQUIRED[kind].items():
+        container, items = expected if isinstance(expected, tuple) else (expected, None)
+        value = record[key]
+        if not isinstance(value, container) or (items and not all(isinstance(v, items) for v in value)):
+            wanted = JSON_NAMES[container] + (f" of {JSON_NAMES[items].split(' ', 1)[1]}s" if items else "")
+            raise ReportInputError(f"{path}: {key!r} must be {wanted}, not {json.dumps(value)[:80]}")
     return kind
 
 

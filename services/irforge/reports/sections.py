@@ -115,7 +115,6 @@ def comparison_section(anchor: str, item: ReportInput) -> Markup:
     comparison = item.record
     settings = comparison.get("settings", {})
     systems = {s.label: s for s in item.systems}
-    measures = comparison["measures"]
     queries = comparison.get("queries", {})
     datasets = sorted({str(s.get("dataset")) for s in item.systems})
     left_out = {label: ids for label, ids in queries.get("left_out", {}).items() if ids}
