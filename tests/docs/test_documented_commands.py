@@ -92,6 +92,7 @@ NOT_RUN: dict[tuple[str, str], NotRun] = {
     ("docs/paths.md", "helm install irforge helm/irforge"): NotRun("cluster", CLUSTER),
     ("docs/qc.md", "irforge qc --dataset DIR"): NotRun("synopsis", SYNOPSIS),
     ("docs/qc.md", '{"query_id": "113"'): NotRun("not-a-command", "a sample qc_audit.jsonl record"),
+    ("docs/reports.md", "irforge report INPUT..."): NotRun("synopsis", SYNOPSIS),
     ("docs/security.md", "https://alice:s3cret@"): NotRun("not-a-command", "a redaction example"),
     ("docs/security.md", "irforge service evaluator --tls-cert"):
         NotRun("synopsis", "needs certificates and a remote orchestrator (tests/faults/test_tls.py runs TLS); lines parsed"),
@@ -332,12 +333,20 @@ def the_llm_judged_the_holes(work: Path, stdout: str) -> None:
     assert holes["judge"]["backend"] == "openai-chat" and holes["judge_calls"] > 0 and holes["unparsed"] == 0
 
 
+def the_report_holds_both_runs(work: Path, stdout: str) -> None:
+    page = (work / "runs/bm25-k1-b.html").read_text()
+    metrics = page.split('data-table="results-metrics"', 1)[1].split("</tbody>", 1)[0]
+    assert page.startswith("<!DOCTYPE html>") and metrics.count("<tr>") == 3   # its header and the two runs
+
+
 # What a block's prose promises about its outcome, beyond exit status 0: (file, first line) -> checks.
 EXPECTED = {
     ("docs/sharding.md", "irforge encode-shards --dataset ../shared/data/beir/scifact --shards 4 --parallel 2 \\"):
         [nothing_encoded_after_sharding],
     ("docs/paths.md", "irforge eval --dataset ../shared/data/beir/scifact --retriever bm25 --out runs/scifact-bm25 --fill-holes 10"):
         [the_llm_judged_the_holes],
+    ("docs/reports.md", "irforge eval --dataset ../shared/data/beir/scifact --retriever bm25 --out runs/scifact-bm25"):
+        [the_report_holds_both_runs],
 }
 
 

@@ -8,7 +8,7 @@ import sys
 
 from irforge import __version__
 from irforge.cli import (agreement_cmd, bench_cmd, compare_cmd, datasets_cmd, eval_cmd, instructions_cmd, jobs_cmd, judge_cmd,
-                         metrics_cmd, qc_cmd, serve_cmd, service_cmd, shard_cmd)
+                         metrics_cmd, qc_cmd, report_cmd, serve_cmd, service_cmd, shard_cmd)
 from irforge.cli.parser import IrforgeParser
 from irforge.common.grpc_errors import ServiceUnavailable
 from irforge.common.output_set import OutputFolderError
@@ -47,6 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     compare_cmd.add_parser(subparsers)
     agreement_cmd.add_parser(subparsers)
     datasets_cmd.add_parser(subparsers)
+    report_cmd.add_parser(subparsers)
     for command in subparsers.choices.values():
         add_client_tls_arguments(command)
     return parser

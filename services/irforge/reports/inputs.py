@@ -1,0 +1,179 @@
+"""What a report is made from: the files `irforge eval`, `eval-instructions`, `compare` and
+`bench` write, told apart by their "kind" key and read into one shape (`System`) per evaluated
+system, so every section can list systems without knowing which command made them."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+# A folder given as input: the first of these it holds is the input.
+FOLDER_FILES = ("comparison.json", "suite.json", "results.json")
+KINDS = {"comparison": "comparison", "suite": "suite", "instructions": "instructions", None: "results"}
+# Per kind, the keys a report cannot do without and the JSON type each must have (lists: of objects
+# where marked), so a malformed file is refused with its reason, not met halfway through the page.
+REQUIRED = {
+    "results": {"metrics": dict, "retriever": dict},
+    "instructions": {"metrics": dict, "retriever": dict},
+    "comparison": {"measures": list, "systems": (list, dict), "table": (list, dict), "comparisons": (list, dict)},
+    "suite": {"measures": list, "datasets": (list, dict)},
+}
+JSON_NAMES = {dict: "an object", list: "a list"}
+
+
+class ReportInputError(ValueError):
+    """An input the report cannot read: the message names the file and what is wrong with it."""
+
+
+@dataclass
+class System:
+    """One evaluated system as every section sees it (from a results.json or a comparison's systems)."""
+
+    label: str
+    source: str
+    record: dict                    # what it was read from, per-query values left out
+    letter: str | None = None       # a comparison's a, b, c...
+
+    def get(self, key: str, default=None):
+        value = self.record.get(key)
+        return default if value is None else value
+
+    @property
+    def metrics(self) -> dict[str, float]:
+        return self.get("metrics", {})
+
+    @property
+    def reported(self) -> dict[str, float]:
+        """The metrics as results.json wrote them (a comparison's means are over the compared queries only)."""
+        return self.get("metrics_reported", self.metrics)
+
+    @property
+    def judged(self) -> dict[str, float]:
+        """Judged@k as evaluated (a comparison lists them apart, as "judged")."""
+        if isinstance(self.record.get("judged"), dict):
+            return self.record["judged"]
+        return {name: value for name, value in self.reported.items() if name.startswith("Judged@")}
+
+    @property
+    def queries(self):
+        if "queries" in self.record:
+            return self.record["queries"]
+        return self.get("evaluation", {}).get("queries_evaluated")
+
+
+@dataclass
+class ReportInput:
+    path: Path                      # the file read (a folder given resolves to its file)
+    given: str                      # what the user typed
+    kind: str                       # results | instructions | comparison | suite
+    record: dict
+    sha256: str
+    systems: list[System] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)   # what could not be read and why (a suite's missing results)
+
+
+def read_json(path: Path, what: str) -> dict:
+    where = what if what == str(path) else f"{what}: {path}"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise ReportInputError(f"{where}: cannot be read: {getattr(error, 'strerror', None) or error}") from None
+    try:
+        record = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ReportInputError(f"{where}: is not JSON (line {error.lineno}, column {error.colno}: {error.msg})") from None
+    if not isinstance(record, dict):
+        raise ReportInputError(f"{where}: holds a JSON {type(record).__name__}, not an object")
+    return record
+
+
+def resolve(given: str) -> Path:
+    path = Path(given)
+    if path.is_dir():
+        for name in FOLDER_FILES:
+            if (path / name).is_file():
+                return path / name
+        raise ReportInputError(f"{given}: the folder holds none of {', '.join(FOLDER_FILES)}")
+    if not path.exists():
+        raise ReportInputError(f"{given}: no such file or folder")
+    return path
+
+
+def kind_of(record: dict, path: Path) -> str:
+    kind = record.get("kind")
+    if not isinstance(kind, (str, type(None))) or kind not in KINDS:
+        raise ReportInputError(f"{path}: unknown kind {kind!r} (a report reads results.json of irforge eval or "
+                               "eval-instructions, comparison.json of irforge compare, suite.json of irforge bench)")
+    kind = KINDS[kind]
+    missing = [key for key in REQUIRED[kind] if key not in record]
+    if missing:
+        hint = "" if "kind" in record else " (no \"kind\" key, so it was read as an irforge eval results.json)"
+        raise ReportInputError(f"{path}: not a complete {kind} file: missing {', '.join(map(repr, missing))}{hint}")
+    for key, expected in REQUIRED[kind].items():
+        container, items = expected if isinstance(expected, tuple) else (expected, None)
+        value = record[key]
+        if not isinstance(value, container) or (items and not all(isinstance(v, items) for v in value)):
+            wanted = JSON_NAMES[container] + (f" of {JSON_NAMES[items].split(' ', 1)[1]}s" if items else "")
+            raise ReportInputError(f"{path}: {key!r} must be {wanted}, not {json.dumps(value)[:80]}")
+    return kind
+
+
+def without_per_query(record: dict) -> dict:
+    return {key: value for key, value in record.items() if key != "per_query"}
+
+
+def load_input(given: str) -> ReportInput:
+    path = resolve(given)
+    record = read_json(path, given)
+    kind = kind_of(record, path)
+    item = ReportInput(path, given, kind, record, hashlib.sha256(path.read_bytes()).hexdigest())
+    if kind in ("results", "instructions"):
+        item.systems = [System(path.parent.name or path.stem, str(path), without_per_query(record))]
+    elif kind == "comparison":
+        item.systems = [System(str(s.get("label")), str(s.get("source", path)), s, s.get("letter")) for s in record["systems"]]
+    else:
+        item.systems, item.notes = suite_systems(path, record)
+    return item
+
+
+def suite_systems(path: Path, suite: dict) -> tuple[list[System], list[str]]:
+    """The per-dataset results.json a suite names (they lie beside suite.json): one System each."""
+    systems, notes = [], []
+    for entry in suite["datasets"]:
+        label = str(entry.get("label") or entry.get("dataset"))
+        name = entry.get("results")
+        if not name:
+            notes.append(f"{label}: no results file recorded (status {entry.get('status')!r})")
+            continue
+        results_path = path.parent / name
+        if not results_path.is_file():
+            notes.append(f"{label}: {results_path} not found (status {entry.get('status')!r})")
+            continue
+        try:
+            record = read_json(results_path, label)
+        except ReportInputError as error:
+            notes.append(str(error))
+            continue
+        systems.append(System(label, str(results_path), without_per_query(record)))
+    return systems, notes
+
+
+def load_inputs(given: list[str]) -> list[ReportInput]:
+    """Every input read and checked before anything is written; results labels made unique."""
+    inputs = [load_input(g) for g in given]
+    used: set[str] = set()
+    for item in inputs:
+        if item.kind not in ("results", "instructions"):
+            continue
+        system = item.systems[0]
+        label = system.label
+        if label in used:   # two runs/<x>/results.json: tell them apart by the folder above
+            label = f"{item.path.parent.parent.name}/{label}"
+        base, n = label, 2
+        while label in used:
+            label, n = f"{base} #{n}", n + 1
+        used.add(label)
+        system.label = label
+    return inputs
