@@ -109,3 +109,21 @@ def test_instruction_results_show_their_metrics(report_inputs, tmp_path, capsys)
     text = (tmp_path / "r.html").read_text()
     assert "p-MRR" in text and "0.0123" in text and "Instruction-following results" in text
     assert re.search(r'data-table="results-metrics"', text)
+
+
+def test_a_comparison_of_bench_suites_gets_a_table_per_measure_and_each_dataset(scifact_tiny, nfcorpus_subset, tmp_path, capsys):
+    """Real `irforge bench` folders compared by `irforge compare`, then reported: one summary table
+    per measure (systems by datasets and the mean) and a comparison section per dataset."""
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(f"name: two\ndatasets:\n  - {{path: {scifact_tiny}, label: scifact}}\n  - {{path: {nfcorpus_subset}, label: nfcorpus}}\n")
+    for label, flags in (("bm25", []), ("bm25-flat", ["--k1", "0.3", "--b", "0.1"])):
+        assert main(["bench", "--suite", str(suite), "--out", str(tmp_path / label), "--index-dir", str(tmp_path / "index"),
+                     "-m", "nDCG@10", "-m", "R@100", *flags]) == 0
+    assert main(["compare", str(tmp_path / "bm25"), str(tmp_path / "bm25-flat"), "--out", str(tmp_path / "cmp")]) == 0
+    assert main(["report", str(tmp_path / "cmp"), "--out", str(tmp_path / "report.html")]) == 0
+    capsys.readouterr()
+    html = (tmp_path / "report.html").read_text()
+    for anchor in ('id="suites-1"', 'id="suites-1-1"', 'id="suites-1-2"'):
+        assert anchor in html
+    assert html.count('data-table="suites-1-nDCG@10"') == 1 and html.count('data-table="suites-1-R@100"') == 1
+    assert "Comparison: " in html and "cmp · nfcorpus" in html

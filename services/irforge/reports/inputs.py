@@ -11,7 +11,8 @@ from pathlib import Path
 
 # A folder given as input: the first of these it holds is the input.
 FOLDER_FILES = ("comparison.json", "suite.json", "results.json")
-KINDS = {"comparison": "comparison", "suite": "suite", "instructions": "instructions", None: "results"}
+KINDS = {"comparison": "comparison", "suite-comparison": "suite-comparison", "suite": "suite", "instructions": "instructions",
+         None: "results"}
 # Per kind, the keys a report cannot do without and the JSON type each must have (lists: of objects
 # where marked), so a malformed file is refused with its reason, not met halfway through the page.
 REQUIRED = {
@@ -19,6 +20,7 @@ REQUIRED = {
     "instructions": {"metrics": dict, "retriever": dict},
     "comparison": {"measures": list, "systems": (list, dict), "table": (list, dict), "comparisons": (list, dict)},
     "suite": {"measures": list, "datasets": (list, dict)},
+    "suite-comparison": {"measures": list, "datasets": list, "systems": list, "comparisons": dict, "mean": dict},
 }
 JSON_NAMES = {dict: "an object", list: "a list"}
 
@@ -72,6 +74,7 @@ class ReportInput:
     sha256: str
     systems: list[System] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)   # what could not be read and why (a suite's missing results)
+    children: list["ReportInput"] = field(default_factory=list)   # a suite comparison's per-dataset comparisons
 
 
 def read_json(path: Path, what: str) -> dict:
@@ -132,10 +135,23 @@ def load_input(given: str) -> ReportInput:
     if kind in ("results", "instructions"):
         item.systems = [System(path.parent.name or path.stem, str(path), without_per_query(record))]
     elif kind == "comparison":
-        item.systems = [System(str(s.get("label")), str(s.get("source", path)), s, s.get("letter")) for s in record["systems"]]
+        item.systems = comparison_systems(record, path)
+    elif kind == "suite-comparison":
+        for dataset, inner in record["comparisons"].items():
+            if not isinstance(inner, dict) or any(key not in inner for key in REQUIRED["comparison"]):
+                raise ReportInputError(f"{path}: the comparison of dataset {dataset!r} is incomplete")
+            item.children.append(ReportInput(path, f"{given} · {dataset}", "comparison", inner, item.sha256,
+                                             comparison_systems(inner, path)))
+        # Every dataset's systems, named by dataset, for the reproducibility tables.
+        item.systems = [System(f"{s.label} · {child.given.rsplit(' · ', 1)[1]}", s.source, s.record, s.letter)
+                        for child in item.children for s in child.systems]
     else:
         item.systems, item.notes = suite_systems(path, record)
     return item
+
+
+def comparison_systems(record: dict, path: Path) -> list[System]:
+    return [System(str(s.get("label")), str(s.get("source", path)), s, s.get("letter")) for s in record["systems"]]
 
 
 def suite_systems(path: Path, suite: dict) -> tuple[list[System], list[str]]:

@@ -13,7 +13,7 @@ from irforge.common.files import atomic_write
 from irforge.reports.inputs import ReportInput
 from irforge.reports.markup import Markup, esc, join, table, tag
 from irforge.reports.reproducibility import reproducibility_section
-from irforge.reports.sections import comparison_section, results_section, suite_section
+from irforge.reports.sections import comparison_section, results_section, suite_comparison_section, suite_section
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
 
@@ -94,6 +94,11 @@ def build_report(inputs: list[ReportInput], title: str | None = None, command: s
     for n, item in enumerate(inputs, start=1):
         if item.kind == "comparison":
             sections.append((f"comparison-{n}", f"Comparison ({item.given})", comparison_section(f"comparison-{n}", item)))
+        elif item.kind == "suite-comparison":
+            sections.append((f"suites-{n}", f"Suites compared ({item.given})", suite_comparison_section(f"suites-{n}", item)))
+            for m, child in enumerate(item.children, start=1):
+                anchor = f"suites-{n}-{m}"
+                sections.append((anchor, f"Comparison ({child.given})", comparison_section(anchor, child)))
         elif item.kind == "suite":
             name = item.record.get("name", item.given)
             sections.append((f"suite-{n}", f"Suite {name}", suite_section(f"suite-{n}", item)))

@@ -221,6 +221,39 @@ def difference_plots(comparison: dict) -> Markup:
 
 # ---- suite ----------------------------------------------------------------------------------------
 
+def suite_comparison_section(anchor: str, item: ReportInput) -> Markup:
+    """Systems compared over a suite: per measure, systems as rows and datasets (plus the mean) as
+    columns, each dataset's cell marked by that dataset's own tests; the per-dataset comparisons follow."""
+    record = item.record
+    datasets, measures = record["datasets"], record["measures"]
+    systems = record["systems"]
+    tables = []
+    for measure in measures:
+        means = {s["label"]: record["mean"].get(s["label"], {}).get(measure) for s in systems}
+        best_mean = max((v for v in means.values() if is_number(v)), default=None)
+        rows = []
+        for s in systems:
+            row = [Cell(tag("span", f"({s.get('letter')})", class_="letter") + " " + esc(s["label"]), s["label"])]
+            for dataset in datasets:
+                entry = next((r for r in record["comparisons"][dataset].get("table", []) if r.get("system") == s["label"]), {})
+                value = entry.get("values", {}).get(measure, {})
+                shown = tag("strong", metric(value.get("mean"))) if value.get("best") else esc(metric(value.get("mean")))
+                if value.get("better_than"):
+                    shown += tag("sup", ",".join(value["better_than"]), title="significantly better than " + ", ".join(value["better_than"]))
+                row.append(Cell(shown, value.get("mean"), True, "best" if value.get("best") else None))
+            mean = means[s["label"]]
+            row.append(Cell(tag("strong", metric(mean)) if mean == best_mean else esc(metric(mean)), mean, True))
+            rows.append(row)
+        tables.append(table(f"{anchor}-{measure}", ["system", *datasets, "Mean"], rows,
+                            f"{measure}: per dataset (letters from that dataset's tests) and the mean over datasets"))
+    left_out = {label: names for label, names in record.get("datasets_left_out", {}).items() if names}
+    return section(anchor, f"Suites compared: {item.given}",
+                   paragraph(f"{len(systems)} systems on {len(datasets)} shared datasets ({', '.join(datasets)})"
+                             + ("; datasets not in every suite: " + "; ".join(f"{k}: {', '.join(v)}" for k, v in left_out.items())
+                                if left_out else "") + ". Each dataset's comparison follows."),
+                   *tables, significance_legend(record.get("settings", {}), {"compared": "per dataset"}))
+
+
 def suite_section(anchor: str, item: ReportInput) -> Markup:
     suite = item.record
     measures = suite["measures"]
