@@ -59,6 +59,30 @@ class Results(dict):
         return f"Results({self.get('dataset')!r}, {metrics})"
 
 
+def describe_retriever(retriever: dict) -> str:
+    """One line for results.json's `retriever` (eval's table, bench's suite.md, reports): what ran,
+    with the settings that tell runs apart; a description it does not know falls back to its name."""
+    if not retriever:
+        return "(not recorded)"
+    try:
+        return _describe(retriever)
+    except (KeyError, TypeError, AttributeError):
+        return str(retriever.get("name") or retriever.get("kind") or "(unnamed)")
+
+
+def _describe(retriever: dict) -> str:
+    if "first_stage" in retriever:
+        return f"{_describe(retriever['first_stage'])} reranked (depth {retriever['rerank_depth']})"
+    if retriever["name"] == "bm25":
+        return f"bm25 ({retriever['backend']}, k1={retriever.get('k1')}, b={retriever.get('b')})"
+    if retriever["name"] == "dense":
+        search = retriever["search"] if isinstance(retriever["search"], str) else "hnsw"
+        return f"dense ({retriever['encoder']['model']}, {search}, {retriever['vector_backend']})"
+    if retriever["name"] == "hybrid":
+        return f"hybrid ({retriever['fusion']['method']} of bm25 + {retriever['dense']['encoder']['model']})"
+    return retriever["name"]
+
+
 def print_results_table(results: dict, out) -> None:
     """The table of `irforge eval` or of `irforge eval-instructions`, whichever made `results`."""
     if results.get("kind") == "instructions":

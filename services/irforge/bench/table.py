@@ -7,6 +7,8 @@ from __future__ import annotations
 import csv
 import io
 
+from irforge.results import describe_retriever
+
 FORMATS = ("text", "markdown", "csv")
 
 
@@ -45,14 +47,5 @@ def suite_markdown(record: dict) -> str:
     """suite.md: a heading that says what was run, then the table."""
     system = record["system"]
     return (f"# {record['name']}\n\n"
-            f"{describe_system(system)} · split {record['split']} · top_k {system.get('top_k')} · "
+            f"{describe_retriever(system)} · split {record['split']} · top_k {system.get('top_k')} · "
             f"{len(record['datasets'])} datasets · {record['created_at']}\n\n" + suite_table(record, "markdown"))
-
-
-def describe_system(system: dict) -> str:
-    from irforge.cli.eval_cmd import _describe_retriever
-
-    try:
-        return _describe_retriever(system)
-    except (KeyError, TypeError):   # a description eval's one-liner does not know: its name
-        return str(system.get("name", "system"))

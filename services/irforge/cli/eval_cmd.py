@@ -16,7 +16,7 @@ from irforge.corpus.settings import Bm25Settings
 from irforge.datasets import resolve_dataset
 from irforge.evaluator.measures import DEFAULT_MEASURES, parse_measures
 from irforge.pipeline.eval_job import EvalJob, EvalJobSpec
-from irforge.results import Results
+from irforge.results import Results, describe_retriever
 from irforge.pipeline.retrievers import RETRIEVERS
 
 
@@ -145,22 +145,9 @@ def open_pipeline(args: argparse.Namespace, settings: build.Settings, stack: Exi
         raise UsageError(str(error)) from None
 
 
-def _describe_retriever(retriever: dict) -> str:
-    if "first_stage" in retriever:
-        return f"{_describe_retriever(retriever['first_stage'])} reranked (depth {retriever['rerank_depth']})"
-    if retriever["name"] == "bm25":
-        return f"bm25 ({retriever['backend']}, k1={retriever.get('k1')}, b={retriever.get('b')})"
-    if retriever["name"] == "dense":
-        search = retriever["search"] if isinstance(retriever["search"], str) else "hnsw"
-        return f"dense ({retriever['encoder']['model']}, {search}, {retriever['vector_backend']})"
-    if retriever["name"] == "hybrid":
-        return f"hybrid ({retriever['fusion']['method']} of bm25 + {retriever['dense']['encoder']['model']})"
-    return retriever["name"]
-
-
 def print_table(results: dict, out) -> None:
     evaluation = results["evaluation"]
-    out.write(f"\n{results['dataset']} · {results['split']} · {_describe_retriever(results['retriever'])} · "
+    out.write(f"\n{results['dataset']} · {results['split']} · {describe_retriever(results['retriever'])} · "
               f"{evaluation['queries_evaluated']} queries\n")
     width = max(len(name) for name in results["metrics"])
     out.write(f"{'measure':<{width}}  value\n")

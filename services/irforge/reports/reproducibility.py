@@ -7,7 +7,8 @@ import json
 
 from irforge.reports.inputs import ReportInput, System
 from irforge.reports.markup import MISSING, Cell, Markup, esc, join, json_details, key_value_table, table, tag
-from irforge.reports.sections import describe_retriever, paragraph, section, union
+from irforge.reports.sections import paragraph, section, union
+from irforge.results import describe_retriever
 
 DATA_KEYS = ("path", "corpus_fingerprint_sha256", "qrels_sha256", "queries_in_split", "qrels_judgements")
 

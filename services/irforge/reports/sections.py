@@ -8,21 +8,10 @@ from irforge.reports.markup import (
     MISSING, Cell, Markup, esc, is_number, join, metric, p_value, seconds, signed, table, tag,
 )
 from irforge.reports.plots import bar_chart, difference_plot
+from irforge.results import describe_retriever
 
 TEST_NAMES = {"t": "paired t-test", "wilcoxon": "Wilcoxon signed-rank test",
               "randomization": "paired randomization test", "bootstrap": "paired bootstrap test"}
-
-
-def describe_retriever(retriever: dict) -> str:
-    """One line for a retriever description (eval's own wording where it knows the retriever)."""
-    from irforge.cli.eval_cmd import _describe_retriever
-
-    if not retriever:
-        return "(not recorded)"
-    try:
-        return _describe_retriever(retriever)
-    except (KeyError, TypeError, AttributeError):
-        return str(retriever.get("name") or retriever.get("kind") or "(unnamed)")
 
 
 def union(names_lists) -> list[str]:
