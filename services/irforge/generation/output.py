@@ -33,10 +33,13 @@ def write_jsonl(path: Path, rows) -> int:
 
 
 def write_qrels(folder: Path, split_of: dict[str, str], qrels: dict[str, dict[str, int]]) -> dict[str, int]:
-    """qrels/<split>.tsv for every split, even an empty one (a header only); lines per split."""
+    """qrels/<split>.tsv for every split with queries (a split without any has no file: BEIR has no
+    empty qrels); lines per split."""
     folder.mkdir(parents=True, exist_ok=True)
     lines = {}
     for split in ("dev", "test"):
+        if not any(split_of.get(q) == split for q in qrels):
+            continue
         with (folder / f"{split}.tsv").open("w", encoding="utf-8") as handle:
             handle.write("query-id\tcorpus-id\tscore\n")
             lines[split] = 0
