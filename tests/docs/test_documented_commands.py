@@ -59,6 +59,7 @@ NOT_RUN: dict[tuple[str, str], NotRun] = {
     ("README.md", "irforge eval --dataset ../shared/data/beir/scifact --retriever bm25 --out runs/scifact-bm25 --fill-holes"):
         NotRun("synopsis", SYNOPSIS + "; its literal commands run in docs/paths.md"),
     ("README.md", "irforge metrics QRELS RUN"): NotRun("synopsis", SYNOPSIS),
+    ("README.md", "irforge generate RECIPE --corpus FOLDER"): NotRun("synopsis", SYNOPSIS + "; docs/generation.md runs the command"),
     ("README.md", "irforge service corpus|evaluator"): NotRun("synopsis", SYNOPSIS),
     ("README.md", "helm repo add kuberay"): NotRun("cluster", CLUSTER),
     ("README.md", "helm repo add qdrant"): NotRun("cluster", CLUSTER),
@@ -73,6 +74,10 @@ NOT_RUN: dict[tuple[str, str], NotRun] = {
     ("README.md", "protos/irforge/v1/"): NotRun("not-a-command", "the source layout"),
     ("docs/compare.md", "irforge compare RESULTS..."): NotRun("synopsis", SYNOPSIS),
     ("docs/datasets.md", "irforge datasets download beir/scifact"): NotRun("internet", INTERNET),
+    ("docs/generation.md", "irforge generate RECIPE --corpus FOLDER"): NotRun("synopsis", SYNOPSIS),
+    ("docs/generation.md", "irforge generate airbench-qa --corpus my-documents"):
+        NotRun("internet", "calls OpenAI on a team's own documents; the same command runs against the chat stand-in "
+                           "in the block above; irforge lines parsed"),
     ("docs/holes-and-calibration.md", "irforge judge-holes --dataset"): NotRun("synopsis", SYNOPSIS),
     ("docs/holes-and-calibration.md", "irforge judge-calibrate --dataset"): NotRun("synopsis", SYNOPSIS),
     ("docs/holes-and-calibration.md", "thresholds 0.3958, 0.5871, 0.6550: wrote"):
@@ -108,7 +113,8 @@ STAND_INS = {
 }
 # Spec files the commands name and the docs show but do not write: (doc, a line of its YAML block).
 SPEC_FILES = {"e5.yaml": ("README.md", "# e5.yaml"), "rerank.yaml": ("README.md", "kind: rerank-http"),
-              "beir-small.yaml": ("docs/bench.md", "# beir-small.yaml")}
+              "beir-small.yaml": ("docs/bench.md", "# beir-small.yaml"),
+              "llm.yaml": ("docs/generation.md", "# llm.yaml: a vLLM (or any OpenAI-compatible) server on this machine")}
 # Variables the docs tell the reader to set.
 READER_ENV = {"IRFORGE_JUDGE_API_KEY": "sk-docs-test-not-a-real-key"}
 PLATFORM_COMMANDS = {"serve", "submit", "watch", "results", "jobs", "cancel"}

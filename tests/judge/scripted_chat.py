@@ -4,6 +4,8 @@
     server.url                                 # "http://127.0.0.1:PORT/v1": a judge spec's `url`
     server.script("2", status(429, retry_after=1), "garbage", slow(3, "1"))   # one per request, in order
     server.responder = lambda prompt: "3"      # answers once the script is used up (default: by hash)
+    server.structured = lambda prompt, body: ...   # answers requests asking for structured outputs
+                                               # (response_format json_schema; default: answer_by_schema)
     server.requests                            # every request: time, body, prompt, Authorization, action
     server.max_in_flight                       # the most requests it was handling at once
     server.stop()
@@ -17,6 +19,12 @@ An action is a plain string (the assistant's answer, sent as a 200 with usage) o
     bad_usage(text, usage)                                     200 whose `usage` is `usage` verbatim
     no_choices()                                               200 with an empty `choices` list
     echo_auth()                                                401 whose message echoes the Authorization header
+
+A request with `response_format: {"type": "json_schema", ...}` (irforge generate's stages) is
+answered by `structured` once the script is used up: by default `answer_by_schema`, a valid
+instance of the request's schema built deterministically from the prompt's words (objects with
+their required keys, arrays of minItems or 2 items, strings of prompt words), so every stage of
+every recipe gets an answer in its format with no per-stage scripting.
 
 Usage, unless scripted: prompt_tokens = words in all messages, completion_tokens = words in the
 answer (at least 1), so tests can compute the expected token and cost figures exactly.
@@ -86,6 +94,41 @@ def label_by_hash(prompt: str) -> str:
     return str(int(hashlib.sha256(prompt.encode("utf-8")).hexdigest(), 16) % 4)
 
 
+def answer_by_schema(prompt: str, body: dict) -> str:
+    """A JSON instance of the request's json_schema, the same for the same prompt and schema."""
+    schema = ((body.get("response_format") or {}).get("json_schema") or {}).get("schema") or {}
+    seed = hashlib.sha256((prompt + json.dumps(schema, sort_keys=True)).encode("utf-8")).hexdigest()
+    pool = [w.strip(".,;:!?()[]{}\"'") for w in prompt.split()]
+    pool = [w for w in pool if w.isalpha() and len(w) > 2] or ["text"]
+    counter = iter(range(1_000_000))
+
+    def text(size: int) -> str:
+        start = int(seed[:8], 16) + next(counter) * 7919
+        return " ".join(pool[(start + i * 31) % len(pool)] for i in range(size))
+
+    def instance(node: dict, key: str = ""):
+        kind = node.get("type")
+        if "enum" in node:
+            return node["enum"][0]
+        if kind == "object":
+            return {name: instance(sub, name) for name, sub in (node.get("properties") or {}).items()}
+        if kind == "array":
+            count = node.get("minItems", 2)
+            count = min(count, node.get("maxItems", count))
+            return [instance(node.get("items") or {"type": "string"}, key) for _ in range(count)]
+        if kind == "integer":
+            return node.get("minimum", 1)
+        if kind == "boolean":
+            return True
+        return text(40 if key in ("text", "documents") else 6)
+
+    return json.dumps(instance(schema))
+
+
+def wants_structured(body: dict) -> bool:
+    return ((body.get("response_format") or {}).get("type")) == "json_schema"
+
+
 def words(text: str) -> int:
     return len(text.split())
 
@@ -113,6 +156,7 @@ class _Server(ThreadingHTTPServer):
 @dataclass
 class ScriptedChat:
     responder: Callable[[str], str | Action] = label_by_hash
+    structured: Callable[[str, dict], str | Action] = answer_by_schema
     requests: list[Request] = field(default_factory=list)
     max_in_flight: int = 0
     hold_s: float = 0.0         # every answer waits this long (to measure concurrency)
@@ -139,7 +183,7 @@ class ScriptedChat:
     def reset(self) -> None:
         with self._lock:
             self._script, self.requests, self.max_in_flight = [], [], 0
-            self.responder, self.hold_s = label_by_hash, 0.0
+            self.responder, self.hold_s, self.structured = label_by_hash, 0.0, answer_by_schema
 
     @property
     def chat_requests(self) -> list[Request]:
@@ -171,10 +215,13 @@ class ScriptedChat:
             self._server = None
 
     # -- handling ---------------------------------------------------------------------------
-    def _next_action(self, prompt: str) -> Action:
+    def _next_action(self, prompt: str, body: dict) -> Action:
         with self._lock:
             scripted = self._script.pop(0) if self._script else None
-        action = scripted if scripted is not None else self.responder(prompt)
+        if scripted is not None:
+            action = scripted
+        else:
+            action = self.structured(prompt, body) if wants_structured(body) else self.responder(prompt)
         return answer(action) if isinstance(action, str) else action
 
     def _handle(self, handler: BaseHTTPRequestHandler, raw: bytes) -> None:
@@ -187,7 +234,7 @@ class ScriptedChat:
         # usage counts the words of every message, as a real endpoint counts the whole conversation.
         prompt = next((str(m.get("content") or "") for m in messages if m.get("role") == "user"), "")
         conversation = " ".join(str(m.get("content") or "") for m in messages)
-        action = self._next_action(prompt)
+        action = self._next_action(prompt, body)
         with self._lock:
             self.requests.append(Request(time.monotonic(), handler.path, body, handler.headers.get("Authorization"),
                                          action, prompt, conversation))

@@ -7,8 +7,8 @@ import os
 import sys
 
 from irforge import __version__
-from irforge.cli import (agreement_cmd, bench_cmd, compare_cmd, datasets_cmd, eval_cmd, instructions_cmd, jobs_cmd, judge_cmd,
-                         metrics_cmd, qc_cmd, report_cmd, serve_cmd, service_cmd, shard_cmd)
+from irforge.cli import (agreement_cmd, bench_cmd, compare_cmd, datasets_cmd, eval_cmd, generate_cmd, instructions_cmd,
+                         jobs_cmd, judge_cmd, metrics_cmd, qc_cmd, report_cmd, serve_cmd, service_cmd, shard_cmd)
 from irforge.cli.parser import IrforgeParser
 from irforge.common.grpc_errors import ServiceUnavailable
 from irforge.common.output_set import OutputFolderError
@@ -42,6 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve_cmd.add_parser(subparsers)
     jobs_cmd.add_parsers(subparsers)
     qc_cmd.add_parser(subparsers)
+    generate_cmd.add_parser(subparsers)
     judge_cmd.add_parser(subparsers)
     shard_cmd.add_parser(subparsers)
     compare_cmd.add_parser(subparsers)

@@ -130,6 +130,7 @@ class EvalJob:
                 # the judgements scored against (the split's, for the queries evaluated): compare's identity check
                 "qrels_sha256": self.qrels_sha256,
                 "qrels_problems": report.as_dict(),
+                **_generation(dataset.root),
             },
             "counts": {
                 **self.retriever.counts(),
@@ -143,3 +144,11 @@ class EvalJob:
             "files": {"run": run_path.name},
             "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         }
+
+
+def _generation(root) -> dict:
+    """{"generation": the manifest's key facts} for a collection `irforge generate` wrote, else {}."""
+    from irforge.generation.output import generation_facts
+
+    facts = generation_facts(root)
+    return {"generation": facts} if facts is not None else {}

@@ -1,0 +1,110 @@
+"""Writing a generated collection: BEIR (or the InfoSearch layout), provenance.jsonl, generation.json.
+
+    folder/corpus.jsonl, queries.jsonl, qrels/dev.tsv, qrels/test.tsv     (BEIR; dev : test = 1 : 4)
+    folder/<dimension>/corpus.jsonl, queries.jsonl, qrels_og|changed|reversed/<split>.tsv   (infosearch)
+    folder/hard_negatives.tsv       generated hard negatives (query-id, corpus-id), what QC is told
+    folder/provenance.jsonl         every call: stage, subject, template hash, model, raw answers, status
+    folder/generation.json          the manifest (MANIFEST_NAME): recipe, seeds, model, templates,
+                                    counts per stage, attribute histograms, cost, QC, splits
+
+`irforge eval` records the manifest's key facts (generation_facts) in results.json data.generation.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+from irforge.generation.collection import Generated, split_queries
+
+MANIFEST_NAME = "generation.json"
+PROVENANCE_NAME = "provenance.jsonl"
+HARD_NEGATIVES_NAME = "hard_negatives.tsv"
+
+
+def write_jsonl(path: Path, rows) -> int:
+    count = 0
+    with path.open("w", encoding="utf-8") as handle:
+        for row in rows:
+            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+            count += 1
+    return count
+
+
+def write_qrels(folder: Path, split_of: dict[str, str], qrels: dict[str, dict[str, int]]) -> dict[str, int]:
+    """qrels/<split>.tsv for every split with queries (a split without any has no file: BEIR has no
+    empty qrels); lines per split."""
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = {}
+    for split in ("dev", "test"):
+        if not any(split_of.get(q) == split for q in qrels):
+            continue
+        with (folder / f"{split}.tsv").open("w", encoding="utf-8") as handle:
+            handle.write("query-id\tcorpus-id\tscore\n")
+            lines[split] = 0
+            for query_id in sorted(q for q in qrels if split_of.get(q) == split):
+                for doc_id, label in sorted(qrels[query_id].items()):
+                    handle.write(f"{query_id}\t{doc_id}\t{label}\n")
+                    lines[split] += 1
+    return lines
+
+
+def write_beir(folder: Path, generated: Generated, seed: int) -> dict:
+    split_of = split_queries(list(generated.queries), seed)
+    documents = write_jsonl(folder / "corpus.jsonl", (d.as_json() for d in generated.corpus))
+    write_jsonl(folder / "queries.jsonl", (generated.queries[q] | {"metadata": {**generated.queries[q]["metadata"],
+                                                                               "split": split_of[q]}}
+                                           for q in sorted(generated.queries)))
+    lines = write_qrels(folder / "qrels", split_of, generated.qrels)
+    with (folder / HARD_NEGATIVES_NAME).open("w", encoding="utf-8") as handle:
+        handle.write("query-id\tcorpus-id\n")
+        for query_id in sorted(generated.hard_negatives):
+            for doc_id in generated.hard_negatives[query_id]:
+                handle.write(f"{query_id}\t{doc_id}\n")
+    return {"documents": documents, "queries": len(generated.queries),
+            "splits": dict(sorted(Counter(split_of.values()).items())), "qrels_lines": lines,
+            "hard_negatives": sum(len(v) for v in generated.hard_negatives.values())}
+
+
+def write_instruction_sets(folder: Path, sets, seed: int) -> dict:
+    counts = {}
+    for name, dimension in sets.dimensions.items():
+        root = folder / name
+        root.mkdir()
+        split_of = split_queries(list(dimension.queries), seed)
+        documents = write_jsonl(root / "corpus.jsonl", (d.as_json() for d in [*sets.corpus, *dimension.corpus_additions]))
+        write_jsonl(root / "queries.jsonl", (dimension.queries[q] for q in sorted(dimension.queries)))
+        for mode, qrels in dimension.qrels.items():
+            write_qrels(root / f"qrels_{mode}", split_of, qrels)
+        counts[name] = {"documents": documents, "documents_added": len(dimension.corpus_additions),
+                        "queries": len(dimension.queries), "splits": dict(sorted(Counter(split_of.values()).items()))}
+    return {"dimensions": counts, "queries": sum(c["queries"] for c in counts.values())}
+
+
+def write_provenance(folder: Path, records: list[dict]) -> int:
+    order = sorted(records, key=lambda r: (r["subject"], r["stage"], r["cache_key"]))
+    return write_jsonl(folder / PROVENANCE_NAME, order)
+
+
+def generation_facts(dataset_root: Path) -> dict | None:
+    """The manifest's key facts for results.json (None when the folder was not generated, or its
+    manifest is unreadable: a results file never fails for it)."""
+    path = Path(dataset_root) / MANIFEST_NAME
+    if not path.is_file():
+        return None
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+        return {"recipe": manifest["recipe"], "model": manifest["model"], "seed": manifest["seed"],
+                "complete": manifest["complete"], "queries": manifest["output"]["queries"],
+                "templates": {name: t["sha256"] for name, t in manifest["templates"].items()},
+                "cost_usd": manifest["cost"]["cost_usd"], "qc": manifest["qc"]["ran"],
+                "manifest_sha256": _sha256(path)}
+    except (ValueError, KeyError, TypeError):
+        return {"error": f"{path} is not a readable generation manifest"}
+
+
+def _sha256(path: Path) -> str:
+    import hashlib
+
+    return hashlib.sha256(path.read_bytes()).hexdigest()
