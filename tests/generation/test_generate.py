@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -207,3 +208,23 @@ def test_infosearch_sets_are_read_by_eval_instructions(chat, spec_file, run_cli,
     assert all(q["instruction_changed"] and q["instruction_reversed"] and q["instruction_og"] == "" for q in queries)
     changed = (out / "length" / "qrels_changed" / "test.tsv").read_text()
     assert "-length\t0" in changed
+
+
+def test_infosearch_takes_one_core_query_per_gold_document(chat, spec_file, run_cli, scifact_tiny, tmp_path):
+    """Two queries judging the same gold document: only the first sampled becomes a core query, so
+    no query is labelled against a rewrite made for another query's condition."""
+    shared = tmp_path / "shared-gold"
+    shutil.copytree(scifact_tiny, shared)
+    qrels = (shared / "qrels" / "test.tsv").read_text().splitlines()
+    first_q, first_doc, _ = qrels[1].split("\t")
+    other_q = next(line.split("\t")[0] for line in qrels[1:] if line.split("\t")[0] != first_q)
+    (shared / "qrels" / "test.tsv").write_text("\n".join([qrels[0], *(l for l in qrels[1:] if l.split("\t")[0] != other_q),
+                                                          f"{other_q}\t{first_doc}\t1"]) + "\n")
+    out = tmp_path / "instructions"
+    code, stdout, _ = run_cli("generate", "infosearch", "--corpus", shared, "--llm", spec_file(), "--out", out,
+                              "--docs", 3, "--dimension", "length", "--cache", tmp_path / "cache.sqlite3")
+    assert code == 0, stdout
+    manifest = json.loads((out / "generation.json").read_text())
+    assert manifest["stages"]["condition"]["asked"] == 2
+    queries = lines(out / "length" / "queries.jsonl")
+    assert len({q["metadata"]["gold"] for q in queries}) == len(queries) == 2

@@ -88,6 +88,13 @@ def generate(engine: Engine, args) -> InstructionSets:
     core = sample(list(with_gold), args.docs, args.seed, purpose="core-queries")
     gold = {q: min((d for d, v in with_gold[q].items() if v > 0 and d in by_id), key=lambda d: (-with_gold[q][d], d))
             for q in core}
+    # One core query per gold document: a rewrite of g is made for one query's condition and
+    # labelled for that query; a second query sharing g would get labels for another's rewrite.
+    taken: dict[str, str] = {}
+    for q in core:
+        taken.setdefault(gold[q], q)
+    shared_gold = len(core) - len(taken)
+    core = [q for q in core if taken[gold[q]] == q]
     stage = {name: Stage(name, load_template(name, fields, args.templates), schema, tokens)
              for name, (fields, schema, tokens) in STAGES.items()}
     dimensions = args.dimensions or list(DIMENSIONS)
@@ -131,5 +138,6 @@ def generate(engine: Engine, args) -> InstructionSets:
         histograms["dimension"][name] = len(going)
         incomplete += len(core) - len(going)
         sets[name] = dimension
-    return InstructionSets(corpus, sets, histograms, {"core_queries": len(core), "source_split": args.source_split,
+    return InstructionSets(corpus, sets, histograms, {"core_queries": len(core), "skipped_sharing_a_gold_document": shared_gold,
+                                                      "source_split": args.source_split,
                                                       "dimensions": dimensions}, incomplete)
