@@ -97,6 +97,13 @@ def test_airbench_qa_with_faults_qc_and_eval(chat, spec_file, run_cli, scifact_t
     results = json.loads((tmp_path / "run" / "results.json").read_text())
     facts = results["data"]["generation"]
     assert facts["recipe"] == "airbench-qa" and facts["model"] == "scripted-generator" and facts["qc"] is True
+    # MiniLM too (QC loaded it in this process already, so this costs no second load).
+    code, stdout, _ = run_cli("eval", "--dataset", out, "--retriever", "dense", "--model", "all-MiniLM-L6-v2",
+                              "--out", tmp_path / "run-dense", "--vector-dir", tmp_path / "vectors",
+                              "--embedding-cache", tmp_path / "embeddings.sqlite3")
+    assert code == 0, stdout
+    dense = json.loads((tmp_path / "run-dense" / "results.json").read_text())
+    assert dense["data"]["generation"] == facts and dense["evaluation"]["queries_evaluated"] == len(dataset.qrels("test"))
 
     # A re-run is answered by the cache: no generation request.
     before = len([r for r in chat.chat_requests if "response_format" in r.body])
