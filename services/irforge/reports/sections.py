@@ -240,7 +240,7 @@ def suite_comparison_section(anchor: str, item: ReportInput) -> Markup:
                    paragraph(f"{len(systems)} systems on {len(datasets)} shared datasets ({', '.join(datasets)})"
                              + ("; datasets not in every suite: " + "; ".join(f"{k}: {', '.join(v)}" for k, v in left_out.items())
                                 if left_out else "") + ". Each dataset's comparison follows."),
-                   *tables, significance_legend(record.get("settings", {}), {"compared": "per dataset"}))
+                   *tables, significance_legend(record.get("settings", {}), {"compared": "each dataset's"}))
 
 
 def suite_section(anchor: str, item: ReportInput) -> Markup:
