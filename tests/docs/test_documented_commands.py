@@ -73,6 +73,7 @@ NOT_RUN: dict[tuple[str, str], NotRun] = {
     ("README.md", "kubectl -n irforge exec deploy/irforge-judge"): NotRun("cluster", CLUSTER),
     ("README.md", "protos/irforge/v1/"): NotRun("not-a-command", "the source layout"),
     ("docs/compare.md", "irforge compare RESULTS..."): NotRun("synopsis", SYNOPSIS),
+    ("docs/compare.md", "nDCG@10"): NotRun("not-a-command", "sample output of irforge compare (measured on the full datasets)"),
     ("docs/datasets.md", "irforge datasets download beir/scifact"): NotRun("internet", INTERNET),
     ("docs/generation.md", "irforge generate RECIPE --corpus FOLDER"): NotRun("synopsis", SYNOPSIS),
     ("docs/generation.md", "irforge generate airbench-qa --corpus my-documents"):
