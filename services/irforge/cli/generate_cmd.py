@@ -22,12 +22,15 @@ def add_parser(subparsers) -> None:
         "check the result with `irforge qc` (unless --no-qc) and write the collection to --out with generation.json "
         "and provenance.jsonl. Every answer is cached: an interrupted run resumes, a re-run costs nothing.")
     parser.add_argument("recipe", choices=RECIPE_NAMES, help="what to generate")
-    parser.add_argument("--corpus", type=Path, required=True,
+    parser.add_argument("--corpus", type=Path,
                         help="the documents: a BEIR folder (corpus.jsonl; infosearch also needs queries and qrels) "
                              "or a folder of .txt/.md files")
-    parser.add_argument("--llm", type=Path, required=True, metavar="SPEC",
+    parser.add_argument("--llm", type=Path, metavar="SPEC",
                         help="the LLM: a judge spec YAML (kind: openai-chat, url, model, api_key_env, budgets, prices)")
-    parser.add_argument("--out", type=Path, required=True, help="folder for the collection (written whole or not at all)")
+    parser.add_argument("--out", type=Path, help="folder for the collection (written whole or not at all)")
+    parser.add_argument("--estimate", action="store_true",
+                        help="print the calls, tokens and cost the recipe needs for --docs documents (at --llm's prices, "
+                             "else gpt-4o-mini's) and stop: nothing is sent")
     parser.add_argument("--docs", type=int, default=100, help="positive documents (infosearch: core queries) to sample (default 100)")
     parser.add_argument("--seed", type=int, default=0, help="seed of every draw: documents, attributes, styles, split (default 0)")
     parser.add_argument("--no-qc", action="store_true", help="skip quality control (irforge qc) of the result")
@@ -98,6 +101,12 @@ def check_args(args: argparse.Namespace):
 def run_generate(args: argparse.Namespace) -> int:
     from irforge.generation.templates import TemplateError
 
+    if args.estimate:
+        return print_estimate(args)
+    missing = [flag for flag in ("--corpus", "--llm", "--out") if getattr(args, flag[2:]) is None]
+    if missing:
+        print(f"irforge generate: error: {', '.join(missing)} required (or --estimate, which sends nothing)", file=sys.stderr)
+        return 2
     try:
         spec, recipe = check_args(args)
     except (ValueError, TemplateError) as error:
@@ -111,6 +120,32 @@ def run_generate(args: argparse.Namespace) -> int:
     print_summary(manifest, sys.stdout)
     stopped = manifest["stopped"]
     return 0 if stopped is None or stopped.startswith(("--max-", "not sent: the")) else 1
+
+
+def print_estimate(args: argparse.Namespace) -> int:
+    """`--estimate`: the recipe's cost from its stages and templates (irforge.generation.estimate)."""
+    from irforge.generation.estimate import estimate
+    from irforge.generation.templates import TemplateError
+    from irforge.judge.errors import JudgeSpecError
+    from irforge.judge.spec import JudgeSpec
+
+    prices = {}
+    try:
+        if args.llm is not None:
+            spec = JudgeSpec.from_file(args.llm)
+            prices = {"prompt_price": spec.price_per_million_prompt_tokens, "completion_price": spec.price_per_million_completion_tokens}
+        found = estimate(args.recipe, args.docs, rewrites=args.rewrites, dimensions=args.dimensions, templates=args.templates,
+                         **prices)
+    except (ValueError, TemplateError, JudgeSpecError) as error:
+        print(f"irforge generate: error: {redact_text(str(error))}", file=sys.stderr)
+        return 2
+    print(f"{args.recipe}, {args.docs} documents: {found['calls']:,} calls, {found['prompt_tokens']:,} prompt tokens, "
+          f"at most {found['answer_tokens_at_most']:,} answer tokens, at most ${found['cost_usd_at_most']:.2f}")
+    for stage in found["stages"]:
+        print(f"  {stage['stage']:<22} {stage['calls_per_document']} per document · ~{stage['prompt_tokens']:,} prompt tokens · "
+              f"answer <= {stage['answer_tokens']:,}")
+    print("(prompt tokens estimated as characters / 4; re-asks, retries and quality control's judge calls come on top)")
+    return 0
 
 
 def generate(args: argparse.Namespace, spec, recipe) -> dict:
