@@ -98,6 +98,8 @@ class OrchestratorClient:
         as `irforge eval --out` does: a broken stream leaves out_dir as it was. A suite job's
         results (suite.json, suite.md, <label>/...) replace out_dir as a whole, as one set too."""
         out_dir = Path(out_dir)
+        if out_dir.exists() and not out_dir.is_dir():   # before asking the orchestrator anything
+            raise OutputFolderError(f"--out {out_dir}: exists and is not a folder")
         suite = bool(self.get(job_id).spec.get("datasets"))
         if suite:
             _check_suite_folder(out_dir)
