@@ -78,6 +78,8 @@ def _describe(retriever: dict) -> str:
     if retriever["name"] == "dense":
         search = retriever["search"] if isinstance(retriever["search"], str) else "hnsw"
         return f"dense ({retriever['encoder']['model']}, {search}, {retriever['vector_backend']})"
+    if retriever["name"] == "sparse":
+        return f"sparse ({retriever['encoder']['model']}, exact dot, {retriever['vector_backend']})"
     if retriever["name"] == "hybrid":
         return f"hybrid ({retriever['fusion']['method']} of bm25 + {retriever['dense']['encoder']['model']})"
     return retriever["name"]

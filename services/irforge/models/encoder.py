@@ -95,8 +95,8 @@ _LOADED_LOCK = threading.Lock()
 MAX_LOADED_MODELS = 4
 
 
-def _shared_model(source: str, revision: str, spec: EncoderSpec, load):
-    key = (source, revision, spec.device, spec.precision, spec.max_seq_length)
+def _shared_model(source: str, revision: str, spec: EncoderSpec, load, kind: str = "dense"):
+    key = (kind, source, revision, spec.device, spec.precision, spec.max_seq_length)
     with _LOADED_LOCK:
         if key in _LOADED:
             _LOADED.move_to_end(key)
