@@ -357,11 +357,13 @@ class QdrantServerBackend(VectorBackend):
             raise CorpusNotReady(collection_id)
         check_kind(meta, sparse=True)
         rows = check_sparse(collection_id, queries, meta["dimension"], "queries")
+        # Local mode is always exact and warns about search params; a server is told so explicitly.
+        params = None if self.url == LOCAL else models.SearchParams(exact=True)
         results: list[list[Hit]] = []
         for start in range(0, len(rows), QUERY_BATCH):
             requests = [
                 models.QueryRequest(query=models.SparseVector(indices=indices, values=values), using=SPARSE_NAME,
-                                    limit=k + TIE_MARGIN, params=models.SearchParams(exact=True), with_payload=[DOC_ID_FIELD])
+                                    limit=k + TIE_MARGIN, params=params, with_payload=[DOC_ID_FIELD])
                 for indices, values in rows[start:start + QUERY_BATCH]
             ]
             with self._reachable():
