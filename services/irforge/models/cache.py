@@ -162,7 +162,7 @@ class EmbeddingCache:
 
     def put_many(self, encoder_key: str, role: str | Enum, hashes: Sequence[bytes], vectors: np.ndarray) -> None:
         """Store vectors[i] under hashes[i], replacing what was there; one transaction (all or nothing)."""
-        role_name = _role_name(role)
+        _role_name(role)  # a bad role fails even when there is nothing to store
         hashes = list(hashes)
         vectors = np.asarray(vectors)
         if vectors.ndim != 2 or vectors.shape[0] != len(hashes):
