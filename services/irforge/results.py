@@ -78,8 +78,12 @@ def _describe(retriever: dict) -> str:
     if retriever["name"] == "dense":
         search = retriever["search"] if isinstance(retriever["search"], str) else "hnsw"
         return f"dense ({retriever['encoder']['model']}, {search}, {retriever['vector_backend']})"
+    if retriever["name"] == "sparse":
+        return f"sparse ({retriever['encoder']['model']}, exact dot, {retriever['vector_backend']})"
     if retriever["name"] == "hybrid":
-        return f"hybrid ({retriever['fusion']['method']} of bm25 + {retriever['dense']['encoder']['model']})"
+        second = "dense" if "dense" in retriever else "sparse"
+        model = retriever[second]["encoder"]["model"]
+        return f"hybrid ({retriever['fusion']['method']} of bm25 + {model if second == 'dense' else 'sparse ' + model})"
     return retriever["name"]
 
 

@@ -266,3 +266,132 @@ def test_an_unreachable_qdrant_server_is_named_without_its_key(unused_port, monk
     with pytest.raises(BackendUnavailable) as raised:
         make_vector_backend("qdrant", qdrant_url=url)
     assert url in str(raised.value) and "secret-key-do-not-print" not in str(raised.value)
+
+
+# -- sparse collections (learned sparse retrieval) ----------------------------------------------
+# Three legs: Qdrant Edge (embedded), qdrant-client's local mode (the server backend's own code,
+# no server: runs everywhere) and a Qdrant server (IRFORGE_TEST_QDRANT_URL, skipped otherwise).
+# Each is checked against numpy's exact dot product, so all three give the same rankings.
+
+VOCABULARY = 200
+
+
+@pytest.fixture(params=["embedded", "local", "qdrant"])
+def sparse_backend(request, tmp_path) -> VectorBackend:
+    from irforge.corpus.vectors.qdrant import QdrantServerBackend
+
+    if request.param == "embedded":
+        from irforge.corpus.vectors.edge import EdgeVectorBackend
+
+        instance = EdgeVectorBackend(tmp_path / "vectors")
+    elif request.param == "local":
+        instance = QdrantServerBackend(":memory:")
+    else:
+        if not QDRANT_URL:
+            pytest.skip("IRFORGE_TEST_QDRANT_URL is not set: no Qdrant server to test against")
+        instance = QdrantServerBackend(
+            QDRANT_URL, prefix=f"irforge-test-{uuid.uuid4().hex[:8]}-",
+            api_key_env="IRFORGE_TEST_QDRANT_API_KEY" if os.environ.get("IRFORGE_TEST_QDRANT_API_KEY") else None,
+        )
+    yield instance
+    for collection_id in ("sparse", "dense"):
+        instance.delete(collection_id)
+    instance.close()
+
+
+def random_sparse(n: int, seed: int, terms: tuple[int, int] = (1, 12)):
+    from irforge.corpus.vectors.base import SparseVector
+
+    rng = np.random.default_rng(seed)
+    vectors = []
+    for _ in range(n):
+        count = int(rng.integers(*terms))
+        indices = np.sort(rng.choice(VOCABULARY, size=count, replace=False)).astype(np.int32)
+        # Weights on a 1/8 grid: dot products are exact in float32, so ties are real ties.
+        vectors.append(SparseVector(indices, (rng.integers(1, 17, size=count) / 8).astype(np.float32)))
+    return vectors
+
+
+def sparse_brute_force(docs, doc_ids, queries, k):
+    dense_docs = np.zeros((len(docs), VOCABULARY), dtype=np.float64)
+    for row, vector in enumerate(docs):
+        dense_docs[row, vector.indices] = vector.values
+    answers = []
+    for query in queries:
+        scores = dense_docs[:, query.indices] @ query.values.astype(np.float64)
+        matched = {doc_id: float(score) for doc_id, score in zip(doc_ids, scores) if score > 0}
+        answers.append([(doc_id, score) for doc_id, score in ranked(matched)[:k]])
+    return answers
+
+
+def test_sparse_exact_search_equals_brute_force_with_irforge_tie_rule(sparse_backend):
+    docs = random_sparse(300, seed=1)
+    doc_ids = [f"d{i:03d}" for i in range(len(docs))]
+    queries = random_sparse(25, seed=2, terms=(1, 4))
+    info = sparse_backend.create_sparse("sparse", VOCABULARY, "fp")
+    assert info.state == CorpusState.EMPTY and info.config["kind"] == "sparse"
+    sparse_backend.upsert_sparse("sparse", doc_ids[:150], docs[:150])
+    with pytest.raises(CorpusNotReady):
+        sparse_backend.search_sparse("sparse", queries, 5)
+    sparse_backend.upsert_sparse("sparse", doc_ids[150:], docs[150:])
+    info = sparse_backend.commit("sparse")
+    assert info.point_count == 300
+    assert info.config["document_terms"] == {
+        "documents": 300, "mean": round(sum(v.terms for v in docs) / 300, 2), "max": max(v.terms for v in docs),
+        "total": sum(v.terms for v in docs)}
+    expected = sparse_brute_force(docs, doc_ids, queries, 10)
+    got = sparse_backend.search_sparse("sparse", queries, 10)
+    assert any(len({s for _, s in answer}) < len(answer) for answer in expected), "the data must hold ties"
+    for hits, want in zip(got, expected, strict=True):
+        assert [hit.doc_id for hit in hits] == [doc_id for doc_id, _ in want]
+        assert [hit.score for hit in hits] == pytest.approx([score for _, score in want], rel=1e-6)
+
+
+def test_sparse_collections_are_checked(sparse_backend):
+    from irforge.corpus.vectors.base import SparseVector
+
+    sparse_backend.create_sparse("sparse", VOCABULARY, "fp")
+    assert sparse_backend.create_sparse("sparse", VOCABULARY, "fp").dimension == VOCABULARY  # idempotent
+    with pytest.raises(CorpusConflict):
+        sparse_backend.create_sparse("sparse", VOCABULARY + 1, "fp")
+    with pytest.raises(CorpusConflict):
+        sparse_backend.create_sparse("sparse", VOCABULARY, "another model")
+    outside = SparseVector(np.array([VOCABULARY], dtype=np.int32), np.array([1.0], dtype=np.float32))
+    with pytest.raises(DimensionMismatch):
+        sparse_backend.upsert_sparse("sparse", ["a"], [outside])
+    repeated = SparseVector(np.array([3, 3], dtype=np.int32), np.array([1.0, 2.0], dtype=np.float32))
+    with pytest.raises(ValueError, match="repeats"):
+        sparse_backend.upsert_sparse("sparse", ["a"], [repeated])
+    with pytest.raises(ValueError, match="NaN"):
+        sparse_backend.upsert_sparse("sparse", ["a"], [SparseVector(np.array([3]), np.array([np.nan]))])
+    with pytest.raises(ValueError, match="whitespace"):
+        sparse_backend.upsert_sparse("sparse", ["a b"], random_sparse(1, seed=3))
+    # A document changed by a second upsert is replaced, not added.
+    sparse_backend.upsert_sparse("sparse", ["a", "b"], random_sparse(2, seed=4))
+    sparse_backend.upsert_sparse("sparse", ["a"], random_sparse(1, seed=5))
+    assert sparse_backend.commit("sparse").point_count == 2
+    with pytest.raises(ValueError, match="sparse vectors, not dense"):
+        sparse_backend.search("sparse", np.ones((1, DIM), dtype=np.float32), 3)
+    sparse_backend.create("dense", DIM, "dot", "fp")
+    with pytest.raises(ValueError, match="dense vectors, not sparse"):
+        sparse_backend.upsert_sparse("dense", ["a"], random_sparse(1, seed=6))
+    with pytest.raises(CorpusNotFound):
+        sparse_backend.search_sparse("missing", random_sparse(1, seed=7), 3)
+
+
+def test_sparse_rankings_agree_between_qdrant_edge_and_qdrant_client(tmp_path):
+    """The congruence itself: the embedded engine and qdrant-client give the same run."""
+    from irforge.corpus.vectors.edge import EdgeVectorBackend
+    from irforge.corpus.vectors.qdrant import QdrantServerBackend
+
+    docs, queries = random_sparse(200, seed=8), random_sparse(20, seed=9, terms=(1, 5))
+    doc_ids = [f"doc-{i}" for i in range(len(docs))]
+    answers = []
+    for backend in (EdgeVectorBackend(tmp_path / "edge"), QdrantServerBackend(":memory:")):
+        backend.create_sparse("sparse", VOCABULARY, "fp")
+        backend.upsert_sparse("sparse", doc_ids, docs)
+        backend.commit("sparse")
+        answers.append([[(hit.doc_id, round(hit.score, 5)) for hit in hits] for hits in backend.search_sparse("sparse", queries, 50)])
+        backend.close()
+    assert answers[0] == answers[1]
+    assert sum(len(hits) for hits in answers[0]) > 100

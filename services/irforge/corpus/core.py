@@ -12,7 +12,7 @@ from irforge.common.metrics import DOCUMENTS_INGESTED
 from irforge.corpus.errors import CorpusBusy, CorpusError, CorpusNotFound
 from irforge.corpus.lexical.base import CorpusInfo, Hit, IngestProgress, LexicalBackend
 from irforge.corpus.settings import Bm25Settings
-from irforge.corpus.vectors.base import HnswSettings, VectorBackend, VectorCollectionInfo
+from irforge.corpus.vectors.base import HnswSettings, SparseVector, VectorBackend, VectorCollectionInfo
 from irforge.data.types import Document, Query
 
 SEARCH_CHUNK = 256  # queries scored per backend call in batch search: bounds memory, keeps streaming
@@ -110,6 +110,24 @@ class CorpusService:
             chunk_ids = query_ids[start:start + SEARCH_CHUNK]
             hits = backend.search(collection_id, vectors[start:start + SEARCH_CHUNK], k, exact)
             yield from zip(chunk_ids, hits, strict=True)
+
+    # -- sparse collections (in-process only: the gRPC Corpus API carries dense vectors) ---------
+
+    def create_sparse_collection(self, collection_id: str, vocabulary: int, fingerprint: str) -> VectorCollectionInfo:
+        return self._vector_backend().create_sparse(collection_id, vocabulary, fingerprint)
+
+    def upsert_sparse_vectors(self, collection_id: str, doc_ids: list[str], vectors: list[SparseVector]) -> int:
+        return self._vector_backend().upsert_sparse(collection_id, doc_ids, vectors)
+
+    def sparse_search(self, collection_id: str, query_ids: list[str], vectors: list[SparseVector],
+                      k: int) -> Iterator[tuple[str, list[Hit]]]:
+        """(query id, hits) per sparse query vector, in order, scored in bounded chunks."""
+        if len(query_ids) != len(vectors):
+            raise ValueError(f"{len(query_ids)} query ids for {len(vectors)} query vectors")
+        backend = self._vector_backend()
+        for start in range(0, len(query_ids), SEARCH_CHUNK):
+            hits = backend.search_sparse(collection_id, vectors[start:start + SEARCH_CHUNK], k)
+            yield from zip(query_ids[start:start + SEARCH_CHUNK], hits, strict=True)
 
     def close(self) -> None:
         self.backend.close()

@@ -125,9 +125,26 @@ class EmbeddingCache:
         Hashes not found are absent from the answer. With `dimension`, a stored vector of another
         dimension raises EmbeddingCacheError instead of being returned.
         """
+        found: dict[bytes, np.ndarray] = {}
+        for key, (stored_dimension, blob) in self.get_many_blobs(encoder_key, role, hashes).items():
+            if dimension is not None and stored_dimension != dimension:
+                raise EmbeddingCacheError(
+                    f"embedding cache {self.path}: encoder {encoder_key} ({_role_name(role)}) holds vectors "
+                    f"of dimension {stored_dimension}, asked for {dimension}; the cache is inconsistent "
+                    f"with this encoder — delete the file (it is only a cache)")
+            if len(blob) != stored_dimension * _VECTOR_DTYPE.itemsize:
+                raise EmbeddingCacheError(
+                    f"embedding cache {self.path}: encoder {encoder_key} ({_role_name(role)}) holds a vector of "
+                    f"{len(blob)} bytes recorded as dimension {stored_dimension}; delete the file")
+            found[key] = np.frombuffer(blob, dtype=_VECTOR_DTYPE).astype(np.float32)
+        return found
+
+    def get_many_blobs(self, encoder_key: str, role: str | Enum, hashes: Iterable[bytes]) -> dict[bytes, tuple[int, bytes]]:
+        """The stored (dimension, bytes) of those `hashes` the cache holds, undecoded: for encodings
+        that are not one dense float32 vector (sparse vectors: see irforge.models.sparse_encoding)."""
         role_name = _role_name(role)
         wanted = list(dict.fromkeys(hashes))
-        found: dict[bytes, np.ndarray] = {}
+        found: dict[bytes, tuple[int, bytes]] = {}
         if not wanted:
             return found
         connection = self._connection()
@@ -140,21 +157,12 @@ class EmbeddingCache:
             except sqlite3.Error as error:
                 raise EmbeddingCacheError(f"embedding cache {self.path}: lookup failed: {error}") from None
             for key, stored_dimension, blob in rows:
-                if dimension is not None and stored_dimension != dimension:
-                    raise EmbeddingCacheError(
-                        f"embedding cache {self.path}: encoder {encoder_key} ({role_name}) holds vectors "
-                        f"of dimension {stored_dimension}, asked for {dimension}; the cache is inconsistent "
-                        f"with this encoder — delete the file (it is only a cache)")
-                if len(blob) != stored_dimension * _VECTOR_DTYPE.itemsize:
-                    raise EmbeddingCacheError(
-                        f"embedding cache {self.path}: encoder {encoder_key} ({role_name}) holds a vector of "
-                        f"{len(blob)} bytes recorded as dimension {stored_dimension}; delete the file")
-                found[bytes(key)] = np.frombuffer(blob, dtype=_VECTOR_DTYPE).astype(np.float32)
+                found[bytes(key)] = (int(stored_dimension), bytes(blob))
         return found
 
     def put_many(self, encoder_key: str, role: str | Enum, hashes: Sequence[bytes], vectors: np.ndarray) -> None:
         """Store vectors[i] under hashes[i], replacing what was there; one transaction (all or nothing)."""
-        role_name = _role_name(role)
+        _role_name(role)  # a bad role fails even when there is nothing to store
         hashes = list(hashes)
         vectors = np.asarray(vectors)
         if vectors.ndim != 2 or vectors.shape[0] != len(hashes):
@@ -168,14 +176,25 @@ class EmbeddingCache:
             raise ValueError(f"refusing to cache NaN or infinite values for encoder {encoder_key}")
         dimension = int(vectors.shape[1])
         rows = vectors.astype(_VECTOR_DTYPE, copy=False)
-        records = [(encoder_key, role_name, bytes(key), dimension, rows[i].tobytes()) for i, key in enumerate(hashes)]
+        self.put_many_blobs(encoder_key, role, [(bytes(key), dimension, rows[i].tobytes()) for i, key in enumerate(hashes)])
+
+    def put_many_blobs(self, encoder_key: str, role: str | Enum, records: Sequence[tuple[bytes, int, bytes]]) -> None:
+        """Store (text hash, dimension, bytes) records, replacing what was there; one transaction.
+        The caller has checked the hashes (put_many) or encodes its own format (sparse vectors)."""
+        role_name = _role_name(role)
+        rows = [(encoder_key, role_name, bytes(key), int(dimension), bytes(blob)) for key, dimension, blob in records]
+        if not rows:
+            return
+        for _, _, key, _, _ in rows:
+            if len(key) != HASH_BYTES:
+                raise ValueError(f"text hashes are {HASH_BYTES} bytes (text_hash()), got {key!r}")
         connection = self._connection()
         try:
             connection.execute("BEGIN IMMEDIATE")
             try:
                 connection.executemany(
                     "INSERT OR REPLACE INTO embeddings (encoder_key, role, text_hash, dimension, vector) "
-                    "VALUES (?, ?, ?, ?, ?)", records)
+                    "VALUES (?, ?, ?, ?, ?)", rows)
                 connection.execute("COMMIT")
             except BaseException:
                 if connection.in_transaction:

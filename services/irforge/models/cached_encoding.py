@@ -108,7 +108,7 @@ class CachedEncoding(Iterator[tuple[list[str], np.ndarray]]):
         ids = [item_id for item_id, _ in chunk]
         texts = [text for _, text in chunk]
         hashes = [text_hash(text) for text in texts]
-        found = self.cache.get_many(self.encoder_key, self.role, hashes, dimension=self.dimension)
+        found = self._lookup(hashes)
 
         # Distinct missing texts, in first-seen order.
         missing: dict[bytes, str] = {}
@@ -121,15 +121,11 @@ class CachedEncoding(Iterator[tuple[list[str], np.ndarray]]):
         if missing:
             new_keys = list(missing)
             options = {"progress": bar.update} if live else {}
-            answer = np.asarray(self.encoder.encode(list(missing.values()), self.role, **options))
-            check_vectors(answer, len(new_keys), self.dimension, f"encoder {self.encoder_key}")
-            answer = answer.astype(np.float32, copy=False)
-            self.cache.put_many(self.encoder_key, self.role, new_keys, answer)  # committed before yield
+            answer = self._checked(self.encoder.encode(list(missing.values()), self.role, **options), len(new_keys))
+            self._store(new_keys, answer)  # committed before yield
             found.update(zip(new_keys, answer))
 
-        vectors = np.empty((len(chunk), self.dimension), dtype=np.float32)
-        for row, key in enumerate(hashes):
-            vectors[row] = found[key]
+        vectors = self._assemble([found[key] for key in hashes])
         rest = len(chunk) - len(missing) if live else len(chunk)
         if bar is not None and rest:
             bar.update(rest)
@@ -143,6 +139,26 @@ class CachedEncoding(Iterator[tuple[list[str], np.ndarray]]):
         self.stats.reused += reused
         self.stats.deduplicated += len(chunk) - reused - len(missing)
         return ids, vectors
+
+
+    # -- the representation: dense float32 rows here; sparse_encoding.CachedSparseEncoding overrides --
+
+    def _lookup(self, hashes: list[bytes]) -> dict:
+        return self.cache.get_many(self.encoder_key, self.role, hashes, dimension=self.dimension)
+
+    def _checked(self, answer, count: int):
+        answer = np.asarray(answer)
+        check_vectors(answer, count, self.dimension, f"encoder {self.encoder_key}")
+        return answer.astype(np.float32, copy=False)
+
+    def _store(self, keys: list[bytes], answer) -> None:
+        self.cache.put_many(self.encoder_key, self.role, keys, answer)
+
+    def _assemble(self, rows: list) -> np.ndarray:
+        vectors = np.empty((len(rows), self.dimension), dtype=np.float32)
+        for index, row in enumerate(rows):
+            vectors[index] = row
+        return vectors
 
 
 def _model_name(encoder: Encoder) -> str:

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from irforge.models.errors import EncodingError, ModelNotFound
-from irforge.models.registry import canonical_name, check_hub_cache, looks_like_path, packaged_model_path
+from irforge.models.registry import canonical_name, check_hub_cache, looks_like_path, missing_package, packaged_model_path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -79,6 +79,9 @@ def resolve_model(spec: EncoderSpec) -> tuple[str, str, str]:
     packaged = packaged_model_path(spec.model)
     if packaged is not None:
         return str(packaged), canonical_name(spec.model), spec.revision or _weights_digest(packaged)
+    install = missing_package(spec.model)
+    if install:
+        raise ModelNotFound(f"model {spec.model!r} ships inside a Python package that is not installed: {install}")
     if looks_like_path(spec.model):
         raise ModelNotFound(f"model path {spec.model} does not exist")
     name = canonical_name(spec.model)
@@ -95,8 +98,8 @@ _LOADED_LOCK = threading.Lock()
 MAX_LOADED_MODELS = 4
 
 
-def _shared_model(source: str, revision: str, spec: EncoderSpec, load):
-    key = (source, revision, spec.device, spec.precision, spec.max_seq_length)
+def _shared_model(source: str, revision: str, spec: EncoderSpec, load, kind: str = "dense"):
+    key = (kind, source, revision, spec.device, spec.precision, spec.max_seq_length)
     with _LOADED_LOCK:
         if key in _LOADED:
             _LOADED.move_to_end(key)

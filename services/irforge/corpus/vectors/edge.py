@@ -33,15 +33,16 @@ from irforge.common.files import write_json_atomic
 from irforge.corpus.errors import BackendUnavailable, CorpusNotFound, CorpusNotReady
 from irforge.corpus.lexical.base import CorpusState, Hit
 from irforge.corpus.vectors import (
-    DOC_ID_FIELD, TIE_MARGIN, check_collection_id, check_k, check_queries, check_settings, check_upsert, cut,
-    point_id, reconciled,
+    DOC_ID_FIELD, TIE_MARGIN, check_collection_id, check_doc_ids, check_k, check_kind, check_queries, check_settings,
+    check_sparse, check_upsert, cut, point_id, reconciled, reconciled_sparse, sparse_meta, term_stats,
 )
-from irforge.corpus.vectors.base import HnswSettings, VectorBackend, VectorCollectionInfo
+from irforge.corpus.vectors.base import SPARSE_KIND, HnswSettings, SparseVector, VectorBackend, VectorCollectionInfo
 
 UPSERT_BATCH = 1024        # points per shard update: bounds the Python-side copies of one batch
 QUERY_BATCH = 256          # queries per query_batch call
 THRESHOLD_KB = 1           # indexing and full-scan thresholds: see the module docstring
 _DISTANCE = {"cosine": qe.Distance.Cosine, "dot": qe.Distance.Dot}
+SPARSE_NAME = "sparse"     # the shard's one named sparse vector
 
 
 class EdgeVectorBackend(VectorBackend):
@@ -72,6 +73,18 @@ class EdgeVectorBackend(VectorBackend):
         write_json_atomic(self._dir(meta["collection_id"]) / "meta.json", meta)
 
     def _info(self, meta: dict) -> VectorCollectionInfo:
+        if meta.get("kind") == SPARSE_KIND:
+            return VectorCollectionInfo(
+                collection_id=meta["collection_id"], dimension=meta["dimension"], distance=meta["distance"],
+                fingerprint=meta["fingerprint"], state=CorpusState(meta["state"]), point_count=meta["point_count"],
+                backend=self.name,
+                config={
+                    "engine": "qdrant-edge", "version": metadata.version("qdrant-edge-py"), "kind": SPARSE_KIND,
+                    "vocabulary": meta["dimension"], "scoring": "exact dot product (sparse inverted index)",
+                    "document_terms": meta.get("document_terms"),
+                    "storage": str(self._dir(meta["collection_id"]) / "shard"),
+                },
+            )
         return VectorCollectionInfo(
             collection_id=meta["collection_id"], dimension=meta["dimension"], distance=meta["distance"],
             fingerprint=meta["fingerprint"], state=CorpusState(meta["state"]), point_count=meta["point_count"],
@@ -156,6 +169,7 @@ class EdgeVectorBackend(VectorBackend):
         doc_ids = list(doc_ids)
         with self._lock:
             meta = self._require(collection_id)
+            check_kind(meta, sparse=False)
             array = check_upsert(collection_id, doc_ids, vectors, meta["dimension"], meta["distance"])
             shard = self._shard(collection_id)
             meta = {**meta, "state": CorpusState.EMPTY.value}
@@ -177,6 +191,8 @@ class EdgeVectorBackend(VectorBackend):
             shard.optimize()   # blocks until segments are merged and the HNSW graph is built
             shard.flush()      # segments on disk before meta.json says READY
             meta = {**meta, "state": CorpusState.READY.value, "point_count": shard.count(qe.CountRequest(exact=True))}
+            if meta.get("kind") == SPARSE_KIND:
+                meta["document_terms"] = term_stats(self._stored_term_counts(shard))
             self._write_meta(meta)
             return self._info(meta)
 
@@ -188,6 +204,7 @@ class EdgeVectorBackend(VectorBackend):
             meta = self._require(collection_id)
             if meta["state"] != CorpusState.READY.value:
                 raise CorpusNotReady(collection_id)
+            check_kind(meta, sparse=False)
             array = check_queries(collection_id, queries, meta["dimension"])
             shard = self._shard(collection_id)
             params = qe.SearchParams(exact=True) if exact else qe.SearchParams(hnsw_ef=meta["hnsw"]["ef_search"])
@@ -199,6 +216,78 @@ class EdgeVectorBackend(VectorBackend):
                 requests = [
                     qe.QueryRequest(limit=k + TIE_MARGIN, query=qe.Query.Nearest(row), with_payload=payload, params=params)
                     for row in array[start:start + QUERY_BATCH].tolist()
+                ]
+                for points in shard.query_batch(qe.QueryBatchRequest(requests)):
+                    results.append(cut(((p.payload[DOC_ID_FIELD], p.score) for p in points), k))
+            return results
+
+    # -- sparse collections ---------------------------------------------------------------
+
+    def create_sparse(self, collection_id: str, vocabulary: int, fingerprint: str) -> VectorCollectionInfo:
+        with self._lock:
+            meta = self._read_meta(collection_id)
+            if meta is not None:
+                return self._info(reconciled_sparse(meta, vocabulary, fingerprint))
+            meta = sparse_meta(collection_id, vocabulary, fingerprint)
+            directory = self._dir(collection_id)
+            if directory.exists():  # a create that crashed before writing meta.json
+                self._close_shard(collection_id)
+                shutil.rmtree(directory)
+            # A sparse-only shard: Qdrant's inverted index scores the dot product exactly.
+            config = qe.EdgeConfig(sparse_vectors={SPARSE_NAME: qe.EdgeSparseVectorParams()})
+            self._shards[collection_id] = qe.EdgeShard.create(str(directory / "shard"), config)
+            self._write_meta(meta)
+            return self._info(meta)
+
+    def upsert_sparse(self, collection_id: str, doc_ids: list[str], vectors: list[SparseVector]) -> int:
+        doc_ids = list(doc_ids)
+        with self._lock:
+            meta = self._require(collection_id)
+            check_kind(meta, sparse=True)
+            if len(doc_ids) != len(vectors):
+                raise ValueError(f"{len(doc_ids)} doc ids but {len(vectors)} vectors")
+            check_doc_ids(doc_ids)
+            rows = check_sparse(collection_id, vectors, meta["dimension"], "vectors")
+            shard = self._shard(collection_id)
+            meta = {**meta, "state": CorpusState.EMPTY.value}
+            self._write_meta(meta)  # before the shard changes, as upsert()
+            for start in range(0, len(doc_ids), UPSERT_BATCH):
+                points = [
+                    qe.Point(point_id(doc_id), {SPARSE_NAME: qe.SparseVector(indices, values)}, {DOC_ID_FIELD: doc_id})
+                    for doc_id, (indices, values) in zip(doc_ids[start:start + UPSERT_BATCH], rows[start:start + UPSERT_BATCH], strict=True)
+                ]
+                shard.update(qe.UpdateOperation.upsert_points(points))
+            self._write_meta({**meta, "point_count": shard.info().points_count})
+            return len(doc_ids)
+
+    def _stored_term_counts(self, shard: qe.EdgeShard) -> list[int]:
+        """Terms per stored document, read back from the shard (a re-upserted id counts once)."""
+        counts: list[int] = []
+        offset = None
+        while True:
+            records, offset = shard.scroll(qe.ScrollRequest(offset=offset, limit=UPSERT_BATCH, with_payload=False,
+                                                            with_vector=[SPARSE_NAME]))
+            counts.extend(len(record.vector[SPARSE_NAME].indices) for record in records)
+            if offset is None:
+                return counts
+
+    def search_sparse(self, collection_id: str, queries: list[SparseVector], k: int) -> list[list[Hit]]:
+        check_k(k)
+        with self._lock:
+            meta = self._require(collection_id)
+            if meta["state"] != CorpusState.READY.value:
+                raise CorpusNotReady(collection_id)
+            check_kind(meta, sparse=True)
+            rows = check_sparse(collection_id, queries, meta["dimension"], "queries")
+            shard = self._shard(collection_id)
+            params = qe.SearchParams(exact=True)
+            payload = qe.PayloadSelector.Include([DOC_ID_FIELD])
+            results: list[list[Hit]] = []
+            for start in range(0, len(rows), QUERY_BATCH):
+                requests = [
+                    qe.QueryRequest(limit=k + TIE_MARGIN, query=qe.Query.Nearest(qe.SparseVector(indices, values), using=SPARSE_NAME),
+                                    with_payload=payload, params=params)
+                    for indices, values in rows[start:start + QUERY_BATCH]
                 ]
                 for points in shard.query_batch(qe.QueryBatchRequest(requests)):
                     results.append(cut(((p.payload[DOC_ID_FIELD], p.score) for p in points), k))

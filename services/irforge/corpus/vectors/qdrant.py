@@ -31,10 +31,10 @@ from irforge.common.redact import redact_url
 from irforge.corpus.errors import BackendUnavailable, CorpusConflict, CorpusNotFound, CorpusNotReady
 from irforge.corpus.lexical.base import CorpusState, Hit
 from irforge.corpus.vectors import (
-    DOC_ID_FIELD, TIE_MARGIN, check_collection_id, check_k, check_queries, check_settings, check_upsert, cut,
-    point_id, reconciled,
+    DOC_ID_FIELD, TIE_MARGIN, check_collection_id, check_doc_ids, check_k, check_kind, check_queries, check_settings,
+    check_sparse, check_upsert, cut, point_id, reconciled, reconciled_sparse, sparse_meta, term_stats,
 )
-from irforge.corpus.vectors.base import HnswSettings, VectorBackend, VectorCollectionInfo
+from irforge.corpus.vectors.base import SPARSE_KIND, HnswSettings, SparseVector, VectorBackend, VectorCollectionInfo
 
 MIN_SERVER = (1, 16)        # collection metadata arrived in Qdrant 1.16
 THRESHOLD_KB = 1            # indexing and full-scan thresholds once committed (see the embedded backend)
@@ -42,6 +42,8 @@ QUERY_BATCH = 64            # queries per query_batch_points request
 POLL_SECONDS = 0.5
 _SAFE_PREFIX = re.compile(r"^[A-Za-z0-9._-]{0,55}$")
 _DISTANCE = {"cosine": models.Distance.COSINE, "dot": models.Distance.DOT}
+SPARSE_NAME = "sparse"      # the collection's one named sparse vector (as in the embedded backend)
+LOCAL = ":memory:"          # url for qdrant-client's local mode (tests: the same client code, no server)
 
 
 def _version(text: str) -> tuple[int, int]:
@@ -71,7 +73,10 @@ class QdrantServerBackend(VectorBackend):
         self.commit_timeout = commit_timeout
         self._lock = threading.RLock()
         # check_compatibility=False: _check_server below gives a clearer answer than the client's warning.
-        self._client = QdrantClient(url=url, api_key=api_key, timeout=math.ceil(timeout), check_compatibility=False)
+        if url == LOCAL:
+            self._client = QdrantClient(location=LOCAL)
+        else:
+            self._client = QdrantClient(url=url, api_key=api_key, timeout=math.ceil(timeout), check_compatibility=False)
         self.server_version = self._check_server()
 
     # -- connection -----------------------------------------------------------------------
@@ -110,6 +115,8 @@ class QdrantServerBackend(VectorBackend):
 
     def _read_meta(self, collection_id: str) -> dict | None:
         name = self._name(collection_id)
+        if self.url == LOCAL and not self._client.collection_exists(name):
+            return None  # local mode raises ValueError, not the server's 404
         try:
             with self._reachable():
                 described = self._client.get_collection(name)
@@ -134,6 +141,18 @@ class QdrantServerBackend(VectorBackend):
             self._client.update_collection(self._name(meta["collection_id"]), metadata=meta, **changes)
 
     def _info(self, meta: dict) -> VectorCollectionInfo:
+        if meta.get("kind") == SPARSE_KIND:
+            return VectorCollectionInfo(
+                collection_id=meta["collection_id"], dimension=meta["dimension"], distance=meta["distance"],
+                fingerprint=meta["fingerprint"], state=CorpusState(meta["state"]), point_count=meta["point_count"],
+                backend=self.name,
+                config={
+                    "engine": "qdrant", "version": self.server_version, "client_version": metadata.version("qdrant-client"),
+                    "kind": SPARSE_KIND, "vocabulary": meta["dimension"], "scoring": "exact dot product (sparse inverted index)",
+                    "document_terms": meta.get("document_terms"),
+                    "storage": f"{self.url} collection {self._name(meta['collection_id'])}",
+                },
+            )
         return VectorCollectionInfo(
             collection_id=meta["collection_id"], dimension=meta["dimension"], distance=meta["distance"],
             fingerprint=meta["fingerprint"], state=CorpusState(meta["state"]), point_count=meta["point_count"],
@@ -196,6 +215,7 @@ class QdrantServerBackend(VectorBackend):
         doc_ids = list(doc_ids)
         with self._lock:
             meta = self._require(collection_id)
+            check_kind(meta, sparse=False)
             array = check_upsert(collection_id, doc_ids, vectors, meta["dimension"], meta["distance"])
             name = self._name(collection_id)
             if meta["state"] != CorpusState.EMPTY.value:
@@ -221,21 +241,25 @@ class QdrantServerBackend(VectorBackend):
         with self._lock:
             meta = self._require(collection_id)
             name = self._name(collection_id)
+            sparse = meta.get("kind") == SPARSE_KIND
             self._write_meta(meta, optimizers_config=models.OptimizersConfigDiff(indexing_threshold=THRESHOLD_KB))
-            count = self._wait_indexed(name)
+            count = self._wait_indexed(name, sparse)
             meta = {**meta, "state": CorpusState.READY.value, "point_count": count}
+            if sparse:
+                meta["document_terms"] = term_stats(self._stored_term_counts(name))
             self._write_meta(meta)
             return self._info(meta)
 
-    def _wait_indexed(self, name: str) -> int:
-        """Block until the server has optimised the collection and indexed every point; the count."""
+    def _wait_indexed(self, name: str, sparse: bool = False) -> int:
+        """Block until the server has optimised the collection and indexed every point; the count.
+        Sparse vectors are in the inverted index as soon as they are written: green is enough."""
         deadline = time.monotonic() + self.commit_timeout
         settled = 0
         while True:
             with self._reachable():
                 described = self._client.get_collection(name)
                 count = self._client.count(name, exact=True).count
-            done = described.status == models.CollectionStatus.GREEN and (described.indexed_vectors_count or 0) >= count
+            done = described.status == models.CollectionStatus.GREEN and (sparse or (described.indexed_vectors_count or 0) >= count)
             # Two calm polls in a row: the optimizer may not have picked the new threshold up yet.
             settled = settled + 1 if done else 0
             if settled >= 2:
@@ -254,6 +278,7 @@ class QdrantServerBackend(VectorBackend):
         meta = self._require(collection_id)
         if meta["state"] != CorpusState.READY.value:
             raise CorpusNotReady(collection_id)
+        check_kind(meta, sparse=False)
         array = check_queries(collection_id, queries, meta["dimension"])
         params = models.SearchParams(exact=True) if exact else models.SearchParams(hnsw_ef=meta["hnsw"]["ef_search"])
         results: list[list[Hit]] = []
@@ -262,6 +287,84 @@ class QdrantServerBackend(VectorBackend):
                 # k + TIE_MARGIN candidates, re-ranked by irforge's tie rule: see irforge.corpus.vectors.
                 models.QueryRequest(query=row, limit=k + TIE_MARGIN, params=params, with_payload=[DOC_ID_FIELD])
                 for row in array[start:start + QUERY_BATCH].tolist()
+            ]
+            with self._reachable():
+                responses = self._client.query_batch_points(self._name(collection_id), requests=requests)
+            for response in responses:
+                results.append(cut(((p.payload[DOC_ID_FIELD], p.score) for p in response.points), k))
+        return results
+
+    # -- sparse collections ---------------------------------------------------------------
+
+    def create_sparse(self, collection_id: str, vocabulary: int, fingerprint: str) -> VectorCollectionInfo:
+        with self._lock:
+            meta = self._read_meta(collection_id)
+            if meta is None:
+                meta = sparse_meta(collection_id, vocabulary, fingerprint)
+                try:
+                    with self._reachable():
+                        self._client.create_collection(
+                            self._name(collection_id), vectors_config={},
+                            sparse_vectors_config={SPARSE_NAME: models.SparseVectorParams()}, metadata=meta,
+                        )
+                    return self._info(meta)
+                except UnexpectedResponse as error:
+                    if error.status_code != 409:  # 409: another process created it just now
+                        raise
+                meta = self._require(collection_id)
+            return self._info(reconciled_sparse(meta, vocabulary, fingerprint))
+
+    def upsert_sparse(self, collection_id: str, doc_ids: list[str], vectors: list[SparseVector]) -> int:
+        doc_ids = list(doc_ids)
+        with self._lock:
+            meta = self._require(collection_id)
+            check_kind(meta, sparse=True)
+            if len(doc_ids) != len(vectors):
+                raise ValueError(f"{len(doc_ids)} doc ids but {len(vectors)} vectors")
+            check_doc_ids(doc_ids)
+            rows = check_sparse(collection_id, vectors, meta["dimension"], "vectors")
+            name = self._name(collection_id)
+            if meta["state"] != CorpusState.EMPTY.value:
+                meta = {**meta, "state": CorpusState.EMPTY.value}
+                self._write_meta(meta)
+            points = (
+                models.PointStruct(id=point_id(doc_id), payload={DOC_ID_FIELD: doc_id},
+                                   vector={SPARSE_NAME: models.SparseVector(indices=indices, values=values)})
+                for doc_id, (indices, values) in zip(doc_ids, rows, strict=True)
+            )
+            with self._reachable():
+                self._client.upload_points(name, points, batch_size=self.upsert_batch, max_retries=self.max_retries, wait=True)
+                count = self._client.count(name, exact=True).count
+            self._write_meta({**meta, "point_count": count})
+            return len(doc_ids)
+
+    def _stored_term_counts(self, name: str) -> list[int]:
+        """Terms per stored document, read back from the collection (a re-upserted id counts once)."""
+        counts: list[int] = []
+        offset = None
+        while True:
+            with self._reachable():
+                records, offset = self._client.scroll(name, limit=self.upsert_batch * 4, offset=offset,
+                                                      with_payload=False, with_vectors=[SPARSE_NAME])
+            counts.extend(len(record.vector[SPARSE_NAME].indices) for record in records)
+            if offset is None:
+                return counts
+
+    def search_sparse(self, collection_id: str, queries: list[SparseVector], k: int) -> list[list[Hit]]:
+        check_k(k)
+        meta = self._require(collection_id)
+        if meta["state"] != CorpusState.READY.value:
+            raise CorpusNotReady(collection_id)
+        check_kind(meta, sparse=True)
+        rows = check_sparse(collection_id, queries, meta["dimension"], "queries")
+        # Local mode is always exact and warns about search params; a server is told so explicitly.
+        params = None if self.url == LOCAL else models.SearchParams(exact=True)
+        results: list[list[Hit]] = []
+        for start in range(0, len(rows), QUERY_BATCH):
+            requests = [
+                models.QueryRequest(query=models.SparseVector(indices=indices, values=values), using=SPARSE_NAME,
+                                    limit=k + TIE_MARGIN, params=params, with_payload=[DOC_ID_FIELD])
+                for indices, values in rows[start:start + QUERY_BATCH]
             ]
             with self._reachable():
                 responses = self._client.query_batch_points(self._name(collection_id), requests=requests)

@@ -3,6 +3,6 @@ already done), retrieves a run for a list of queries, and describes its full con
 
 from irforge.pipeline.retrievers.base import CorpusTracker, Retriever
 
-RETRIEVERS = ("bm25", "dense", "hybrid")
+RETRIEVERS = ("bm25", "dense", "hybrid", "sparse")
 
 __all__ = ["RETRIEVERS", "CorpusTracker", "Retriever"]

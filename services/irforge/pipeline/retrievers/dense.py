@@ -19,9 +19,9 @@ from irforge.pipeline.retrievers.base import CorpusTracker, count_lines, safe_na
 ENCODE_CHUNK = 256  # documents per cache lookup / encoder call / upsert: bounds memory
 
 
-def collection_id_for(dataset_name: str, fingerprint: str, identity_key: str) -> str:
+def collection_id_for(dataset_name: str, fingerprint: str, identity_key: str, kind: str = "dense") -> str:
     """One collection per (corpus bytes, encoder identity): another model never reuses it."""
-    return f"{safe_name(dataset_name)}-{fingerprint[:16]}-dense-{identity_key[:16]}"
+    return f"{safe_name(dataset_name)}-{fingerprint[:16]}-{kind}-{identity_key[:16]}"
 
 
 class DenseRetriever:
@@ -57,16 +57,13 @@ class DenseRetriever:
         self._counts[f"{what}_reused_from_cache"] = reused
 
     def prepare(self, dataset: BeirDataset, fingerprint: str, tracker: CorpusTracker) -> None:
-        self.collection_id = collection_id_for(dataset.name, fingerprint, self.encoder.identity_key)
+        self.collection_id = collection_id_for(dataset.name, fingerprint, self.encoder.identity_key, self.name)
         info = self.corpus.find_vector_collection(self.collection_id)
         if info is not None and info.state == CorpusState.READY:
             self.info = info
             self._counts["vectors_skipped"] = True
             return
-        self.corpus.create_vector_collection(
-            self.collection_id, self.encoder.dimension, self.encoder.describe()["distance"],
-            f"{fingerprint}:{self.encoder.identity_key}", self.hnsw,
-        )
+        self._create_collection(f"{fingerprint}:{self.encoder.identity_key}")
 
         def texts() -> Iterator[tuple[str, str]]:
             for document in tracker.observe(dataset.corpus()):
@@ -79,7 +76,7 @@ class DenseRetriever:
 
         stream = self._encode(TextRole.PASSAGE, texts(), count_lines(dataset.corpus_path))
         for doc_ids, vectors in stream:
-            self.corpus.upsert_vectors(self.collection_id, doc_ids, vectors)
+            self._upsert(doc_ids, vectors)
         self._record("documents", stream)
         self.info = self.corpus.commit_vectors(self.collection_id)
 
@@ -91,16 +88,31 @@ class DenseRetriever:
             query_ids.extend(ids)
             blocks.append(vectors)
         self._record("queries", stream)
-        vectors = np.concatenate(blocks) if blocks else np.zeros((0, self.encoder.dimension), dtype=np.float32)
-        bar = self.progress("retrieving (dense)", len(queries), "query")
+        vectors = self._join(blocks)
+        bar = self.progress(f"retrieving ({self.name})", len(queries), "query")
         run: Run = {}
         try:
-            for query_id, hits in self.corpus.vector_search(self.collection_id, query_ids, vectors, k, self.exact):
+            for query_id, hits in self._search(query_ids, vectors, k):
                 run[query_id] = {hit.doc_id: hit.score for hit in hits}
                 bar.update(1)
         finally:
             bar.close()
         return run
+
+    # -- the representation: dense vectors here; sparse.SparseRetriever overrides -------------
+
+    def _create_collection(self, fingerprint: str) -> None:
+        self.corpus.create_vector_collection(self.collection_id, self.encoder.dimension,
+                                             self.encoder.describe()["distance"], fingerprint, self.hnsw)
+
+    def _upsert(self, doc_ids: list[str], vectors) -> None:
+        self.corpus.upsert_vectors(self.collection_id, doc_ids, vectors)
+
+    def _join(self, blocks: list):
+        return np.concatenate(blocks) if blocks else np.zeros((0, self.encoder.dimension), dtype=np.float32)
+
+    def _search(self, query_ids: list[str], vectors, k: int):
+        return self.corpus.vector_search(self.collection_id, query_ids, vectors, k, self.exact)
 
     def describe(self) -> dict:
         return {

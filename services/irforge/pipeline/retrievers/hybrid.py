@@ -1,4 +1,4 @@
-"""Hybrid: BM25 and dense runs fused by reciprocal-rank fusion or normalised linear combination."""
+"""Hybrid: BM25 and dense (or learned sparse: --hybrid-with sparse) runs fused by reciprocal-rank fusion or normalised linear combination."""
 
 from __future__ import annotations
 
@@ -63,7 +63,7 @@ class HybridRetriever:
 
     def describe(self) -> dict:
         return {"name": self.name, "fusion": self.fusion.as_dict(), "depth_per_run": "top_k of each run",
-                "bm25": self.lexical.describe(), "dense": self.dense.describe()}
+                "bm25": self.lexical.describe(), self.dense.name: self.dense.describe()}
 
     def counts(self) -> dict:
         return {**self.lexical.counts(), **self.dense.counts()}
