@@ -140,7 +140,6 @@ class CachedEncoding(Iterator[tuple[list[str], np.ndarray]]):
         self.stats.deduplicated += len(chunk) - reused - len(missing)
         return ids, vectors
 
-
     # -- the representation: dense float32 rows here; sparse_encoding.CachedSparseEncoding overrides --
 
     def _lookup(self, hashes: list[bytes]) -> dict:
