@@ -53,7 +53,7 @@ INTERNET = ("downloads from BEIR's server on the internet, which the suite never
 NOT_RUN: dict[tuple[str, str], NotRun] = {
     ("README.md", "python3 -m venv .venv && .venv/bin/pip install -q -e . &&"): NotRun("install", INSTALL),
     ("README.md", "python3 -m venv .venv && .venv/bin/pip install -q -e '.[test]'"):
-        NotRun("install", "creates a venv and runs the whole suite (about 13 minutes): the suite is this test's caller"),
+        NotRun("install", "creates a venv and runs the whole suite (about 20 minutes): the suite is this test's caller"),
     ("README.md", "scifact · test · bm25"): NotRun("not-a-command", "sample output of irforge eval"),
     ("README.md", "irforge eval --dataset DIR"): NotRun("synopsis", SYNOPSIS),
     ("README.md", "irforge eval --dataset ../shared/data/beir/scifact --retriever bm25 --out runs/scifact-bm25 --fill-holes"):
