@@ -176,6 +176,15 @@ def check_sparse(collection_id: str, vectors: list[SparseVector], vocabulary: in
     return checked
 
 
+def check_sparse_upsert(collection_id: str, doc_ids: list[str], vectors: list[SparseVector],
+                        vocabulary: int) -> list[tuple[list[int], list[float]]]:
+    """upsert_sparse's checks, as check_upsert's for dense: one vector per id, ids usable, vectors valid."""
+    if len(doc_ids) != len(vectors):
+        raise ValueError(f"{len(doc_ids)} doc ids but {len(vectors)} vectors")
+    check_doc_ids(doc_ids)
+    return check_sparse(collection_id, vectors, vocabulary, "vectors")
+
+
 def term_stats(term_counts: list[int]) -> dict:
     """config["document_terms"]: how many terms (non-zero dimensions) the stored documents have."""
     if not term_counts:

@@ -33,8 +33,8 @@ from irforge.common.files import write_json_atomic
 from irforge.corpus.errors import BackendUnavailable, CorpusNotFound, CorpusNotReady
 from irforge.corpus.lexical.base import CorpusState, Hit
 from irforge.corpus.vectors import (
-    DOC_ID_FIELD, TIE_MARGIN, check_collection_id, check_doc_ids, check_k, check_kind, check_queries, check_settings,
-    check_sparse, check_upsert, cut, point_id, reconciled, reconciled_sparse, sparse_meta, term_stats,
+    DOC_ID_FIELD, TIE_MARGIN, check_collection_id, check_k, check_kind, check_queries, check_settings,
+    check_sparse, check_sparse_upsert, check_upsert, cut, point_id, reconciled, reconciled_sparse, sparse_meta, term_stats,
 )
 from irforge.corpus.vectors.base import SPARSE_KIND, HnswSettings, SparseVector, VectorBackend, VectorCollectionInfo
 
@@ -244,10 +244,7 @@ class EdgeVectorBackend(VectorBackend):
         with self._lock:
             meta = self._require(collection_id)
             check_kind(meta, sparse=True)
-            if len(doc_ids) != len(vectors):
-                raise ValueError(f"{len(doc_ids)} doc ids but {len(vectors)} vectors")
-            check_doc_ids(doc_ids)
-            rows = check_sparse(collection_id, vectors, meta["dimension"], "vectors")
+            rows = check_sparse_upsert(collection_id, doc_ids, vectors, meta["dimension"])
             shard = self._shard(collection_id)
             meta = {**meta, "state": CorpusState.EMPTY.value}
             self._write_meta(meta)  # before the shard changes, as upsert()

@@ -31,8 +31,8 @@ from irforge.common.redact import redact_url
 from irforge.corpus.errors import BackendUnavailable, CorpusConflict, CorpusNotFound, CorpusNotReady
 from irforge.corpus.lexical.base import CorpusState, Hit
 from irforge.corpus.vectors import (
-    DOC_ID_FIELD, TIE_MARGIN, check_collection_id, check_doc_ids, check_k, check_kind, check_queries, check_settings,
-    check_sparse, check_upsert, cut, point_id, reconciled, reconciled_sparse, sparse_meta, term_stats,
+    DOC_ID_FIELD, TIE_MARGIN, check_collection_id, check_k, check_kind, check_queries, check_settings,
+    check_sparse, check_sparse_upsert, check_upsert, cut, point_id, reconciled, reconciled_sparse, sparse_meta, term_stats,
 )
 from irforge.corpus.vectors.base import SPARSE_KIND, HnswSettings, SparseVector, VectorBackend, VectorCollectionInfo
 
@@ -319,10 +319,7 @@ class QdrantServerBackend(VectorBackend):
         with self._lock:
             meta = self._require(collection_id)
             check_kind(meta, sparse=True)
-            if len(doc_ids) != len(vectors):
-                raise ValueError(f"{len(doc_ids)} doc ids but {len(vectors)} vectors")
-            check_doc_ids(doc_ids)
-            rows = check_sparse(collection_id, vectors, meta["dimension"], "vectors")
+            rows = check_sparse_upsert(collection_id, doc_ids, vectors, meta["dimension"])
             name = self._name(collection_id)
             if meta["state"] != CorpusState.EMPTY.value:
                 meta = {**meta, "state": CorpusState.EMPTY.value}
