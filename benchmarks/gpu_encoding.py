@@ -130,30 +130,34 @@ def main() -> None:
         print(f"{precision} in-process: {leg['docs_per_s']:.0f} docs/s, nDCG@10 {metrics['nDCG@10']:.4f}")
 
         if not args.no_serve:
-            from irforge.models.serve import (EncoderDeploymentConfig, RayEncoder, start_encoder_app,
-                                              start_local_ray, stop_local_ray)
+            try:
+                from irforge.models.serve import (EncoderDeploymentConfig, RayEncoder, start_encoder_app,
+                                                  start_local_ray, stop_local_ray)
 
-            if not serve_up:
-                start_local_ray(num_cpus=max(2, min(8, os.cpu_count() or 2)))
-                serve_up = True
-            config = EncoderDeploymentConfig(num_replicas=1, num_cpus=1, num_gpus=1.0 if device.startswith("cuda") else 0.0)
-            encoder = RayEncoder(start_encoder_app(spec, config, name=f"encoder-{precision}"))
-            served, served_s = timed_encode(encoder.encode, doc_texts, TextRole.PASSAGE, args.call_size, args.rounds)
-            served_q, served_q_s = timed_encode(encoder.encode, query_texts, TextRole.QUERY, args.call_size, args.rounds)
-            from ray import serve
+                if not serve_up:
+                    start_local_ray(num_cpus=max(2, min(8, os.cpu_count() or 2)))
+                    serve_up = True
+                config = EncoderDeploymentConfig(num_replicas=1, num_cpus=1, num_gpus=1.0 if device.startswith("cuda") else 0.0)
+                encoder = RayEncoder(start_encoder_app(spec, config, name=f"encoder-{precision}"))
+                served, served_s = timed_encode(encoder.encode, doc_texts, TextRole.PASSAGE, args.call_size, args.rounds)
+                served_q, served_q_s = timed_encode(encoder.encode, query_texts, TextRole.QUERY, args.call_size, args.rounds)
+                from ray import serve
 
-            serve.delete(f"encoder-{precision}")
-            legs.append({"precision": precision, "path": "ray-serve", "docs_per_s": len(doc_texts) / served_s,
-                         "queries_per_s": len(query_texts) / served_q_s,
-                         "ratio_to_in_process": (len(doc_texts) / served_s) / leg["docs_per_s"],
-                         "vs_in_process": vector_agreement(served, doc_vectors),
-                         "queries_vs_in_process": vector_agreement(served_q, query_vectors)})
-            print(f"{precision} ray-serve: {legs[-1]['docs_per_s']:.0f} docs/s")
+                serve.delete(f"encoder-{precision}")
+                legs.append({"precision": precision, "path": "ray-serve", "docs_per_s": len(doc_texts) / served_s,
+                             "queries_per_s": len(query_texts) / served_q_s,
+                             "ratio_to_in_process": (len(doc_texts) / served_s) / leg["docs_per_s"],
+                             "vs_in_process": vector_agreement(served, doc_vectors),
+                             "queries_vs_in_process": vector_agreement(served_q, query_vectors)})
+                print(f"{precision} ray-serve: {legs[-1]['docs_per_s']:.0f} docs/s")
+            except Exception as error:  # one failing leg must not lose the others' figures
+                legs.append({"precision": precision, "path": "ray-serve", "error": f"{type(error).__name__}: {error}"})
+                print(f"{precision} ray-serve failed: {error}")
         del core
     if serve_up:
         stop_local_ray()
 
-    rows = [[leg["precision"], leg["path"], round(leg["docs_per_s"]), round(leg["queries_per_s"]),
+    rows = [[leg["precision"], leg["path"], round(leg.get("docs_per_s", 0)), round(leg.get("queries_per_s", 0)),
              round(leg.get("ratio_to_in_process", 1.0), 3),
              f"{leg['metrics']['nDCG@10']:.4f}" if "metrics" in leg else "",
              f"{leg.get('vs_float32', leg.get('vs_in_process', {})).get('max_abs_diff', 0):.2e}"]
