@@ -86,6 +86,8 @@ def main() -> None:
     parser.add_argument("--docs", type=int, default=0, help="first N documents only (0: all)")
     parser.add_argument("--rounds", type=int, default=3, help="timed rounds per leg; the best is kept")
     parser.add_argument("--no-serve", action="store_true", help="in-process legs only (no Ray)")
+    parser.add_argument("--replica-cpus", type=int, nargs="+", default=[1, 4],
+                        help="a Ray Serve leg per value: the replica's num_cpus (its torch and tokenizer threads)")
     args = parser.parse_args()
 
     import torch
@@ -130,29 +132,31 @@ def main() -> None:
         print(f"{precision} in-process: {leg['docs_per_s']:.0f} docs/s, nDCG@10 {metrics['nDCG@10']:.4f}")
 
         if not args.no_serve:
-            try:
-                from irforge.models.serve import (EncoderDeploymentConfig, RayEncoder, start_encoder_app,
-                                                  start_local_ray, stop_local_ray)
+            from irforge.models.serve import (EncoderDeploymentConfig, RayEncoder, start_encoder_app,
+                                              start_local_ray, stop_local_ray)
+            from ray import serve
 
-                if not serve_up:
-                    start_local_ray(num_cpus=max(2, min(8, os.cpu_count() or 2)))
-                    serve_up = True
-                config = EncoderDeploymentConfig(num_replicas=1, num_cpus=1, num_gpus=1.0 if device.startswith("cuda") else 0.0)
-                encoder = RayEncoder(start_encoder_app(spec, config, name=f"encoder-{precision}"))
-                served, served_s = timed_encode(encoder.encode, doc_texts, TextRole.PASSAGE, args.call_size, args.rounds)
-                served_q, served_q_s = timed_encode(encoder.encode, query_texts, TextRole.QUERY, args.call_size, args.rounds)
-                from ray import serve
-
-                serve.delete(f"encoder-{precision}")
-                legs.append({"precision": precision, "path": "ray-serve", "docs_per_s": len(doc_texts) / served_s,
-                             "queries_per_s": len(query_texts) / served_q_s,
-                             "ratio_to_in_process": (len(doc_texts) / served_s) / leg["docs_per_s"],
-                             "vs_in_process": vector_agreement(served, doc_vectors),
-                             "queries_vs_in_process": vector_agreement(served_q, query_vectors)})
-                print(f"{precision} ray-serve: {legs[-1]['docs_per_s']:.0f} docs/s")
-            except Exception as error:  # one failing leg must not lose the others' figures
-                legs.append({"precision": precision, "path": "ray-serve", "error": f"{type(error).__name__}: {error}"})
-                print(f"{precision} ray-serve failed: {error}")
+            for cpus in args.replica_cpus:
+                app = f"encoder-{precision}-{cpus}"
+                try:
+                    if not serve_up:
+                        start_local_ray(num_cpus=max(2, min(8, os.cpu_count() or 2)))
+                        serve_up = True
+                    config = EncoderDeploymentConfig(num_replicas=1, num_cpus=cpus,
+                                                     num_gpus=1.0 if device.startswith("cuda") else 0.0)
+                    encoder = RayEncoder(start_encoder_app(spec, config, name=app))
+                    served, served_s = timed_encode(encoder.encode, doc_texts, TextRole.PASSAGE, args.call_size, args.rounds)
+                    served_q, served_q_s = timed_encode(encoder.encode, query_texts, TextRole.QUERY, args.call_size, args.rounds)
+                    serve.delete(app)
+                    legs.append({"precision": precision, "path": f"ray-serve ({cpus} cpu)", "replica_cpus": cpus,
+                                 "docs_per_s": len(doc_texts) / served_s, "queries_per_s": len(query_texts) / served_q_s,
+                                 "ratio_to_in_process": (len(doc_texts) / served_s) / leg["docs_per_s"],
+                                 "vs_in_process": vector_agreement(served, doc_vectors),
+                                 "queries_vs_in_process": vector_agreement(served_q, query_vectors)})
+                    print(f"{precision} ray-serve ({cpus} cpu): {legs[-1]['docs_per_s']:.0f} docs/s")
+                except Exception as error:  # one failing leg must not lose the others' figures
+                    legs.append({"precision": precision, "path": f"ray-serve ({cpus} cpu)", "error": f"{type(error).__name__}: {error}"})
+                    print(f"{precision} ray-serve ({cpus} cpu) failed: {error}")
         del core
     if serve_up:
         stop_local_ray()
