@@ -9,14 +9,15 @@ from collections.abc import Mapping
 import pytrec_eval
 
 from irforge.data.types import Qrels, Run
+from irforge.evaluator.depth import plain_dict, top_ranking
 from irforge.evaluator.measures import MeasureRequest
-from irforge.ranking import top_k
 
 PerQuery = dict[str, dict[str, float]]
 
 
-def _truncated(run: Run, k: int) -> Run:
-    return {query_id: top_k(scores, k) for query_id, scores in run.items()} if k else run
+def _as_pytrec_eval_run(run: Run, k: int) -> dict[str, dict[str, float]]:
+    """The run as pytrec_eval's dicts, each query cut to its top k (0 = all) by the tie rule."""
+    return {query_id: plain_dict(top_ranking(scores, k) if k else scores) for query_id, scores in run.items()}
 
 
 def compute(qrels: Qrels, run: Run, requests: list[MeasureRequest], relevance_level: int) -> tuple[PerQuery, dict[str, str]]:
@@ -32,9 +33,12 @@ def compute(qrels: Qrels, run: Run, requests: list[MeasureRequest], relevance_le
 
     per_query: PerQuery = {query_id: {} for query_id in run}
     trec_keys: dict[str, str] = {}
+    inputs: dict[int, dict] = {}  # truncation -> pytrec_eval's input, built once for all levels
     for (level, truncate_to, raw_names), group in groups.items():
+        if truncate_to not in inputs:
+            inputs[truncate_to] = _as_pytrec_eval_run(run, truncate_to)
         evaluator = pytrec_eval.RelevanceEvaluator(qrels, {r.trec_spec for r in group}, relevance_level=level)
-        results: Mapping[str, Mapping[str, float]] = evaluator.evaluate(_truncated(run, truncate_to))
+        results: Mapping[str, Mapping[str, float]] = evaluator.evaluate(inputs[truncate_to])
         for query_id, values in results.items():
             if not run[query_id]:
                 values = _empty_ranking_values(values)
