@@ -20,6 +20,21 @@ def _as_pytrec_eval_run(run: Run, k: int) -> dict[str, dict[str, float]]:
     return {query_id: plain_dict(top_ranking(scores, k) if k else scores) for query_id, scores in run.items()}
 
 
+def _from_whole_ranking(request: MeasureRequest) -> bool:
+    """RR@k needs no truncated run of its own: trec_eval's recip_rank is 1.0 / r, r the rank of the
+    first relevant document, so on the top k it is that same double when r <= k, i.e. when it is
+    >= 1.0 / k (rounding keeps the order; 1/k and 1/(k+1) are far apart), and 0 otherwise. Read
+    from the untruncated group (which sees at least the top k), it costs nothing extra."""
+    return request.truncate_to > 0 and request.trec_spec == "recip_rank"
+
+
+def _value(request: MeasureRequest, values: Mapping[str, float]) -> float:
+    value = values[request.trec_key]
+    if _from_whole_ranking(request) and value < 1.0 / request.truncate_to:
+        return 0.0
+    return value
+
+
 def compute(qrels: Qrels, run: Run, requests: list[MeasureRequest], relevance_level: int) -> tuple[PerQuery, dict[str, str]]:
     """Per-query values keyed by output name, and the trec_eval key behind each output name.
 
@@ -29,7 +44,8 @@ def compute(qrels: Qrels, run: Run, requests: list[MeasureRequest], relevance_le
     groups: dict[tuple[int, int, bool], list[MeasureRequest]] = defaultdict(list)
     for request in requests:
         level = request.relevance_level or relevance_level
-        groups[level, request.truncate_to, request.trec_key is None].append(request)
+        truncate_to = 0 if _from_whole_ranking(request) else request.truncate_to
+        groups[level, truncate_to, request.trec_key is None].append(request)
 
     per_query: PerQuery = {query_id: {} for query_id in run}
     trec_keys: dict[str, str] = {}
@@ -47,7 +63,7 @@ def compute(qrels: Qrels, run: Run, requests: list[MeasureRequest], relevance_le
                 trec_keys.update((key, key) for key in values)
             else:
                 for request in group:
-                    per_query[query_id][request.output_name] = values[request.trec_key]
+                    per_query[query_id][request.output_name] = _value(request, values)
                     trec_keys[request.output_name] = request.trec_key
     return per_query, trec_keys
 
