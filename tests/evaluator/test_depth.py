@@ -19,6 +19,7 @@ from irforge.corpus.settings import Bm25Settings
 from irforge.data import BeirDataset
 from irforge.data.trec import read_trec_qrels, read_trec_run
 from irforge.evaluator import EvaluationOptions, Evaluator
+from irforge.evaluator.core import EvaluationError
 from irforge.evaluator.depth import top_ranking
 from irforge.evaluator.measures import DEFAULT_MEASURES, IR_MEASURES, parse_measures, reading_depth
 from irforge.ranking import Ranking, ranked, top_k
@@ -188,3 +189,9 @@ def test_trec_eval_conformance_fixtures(conformance_dir, qrels_file, as_rankings
     assert all(len(scores) == 500 for scores in run.values())
     for measures in (BOUNDED, BOUNDED + WHOLE):
         assert irforge_values(qrels, run, measures, as_rankings) == whole_run_values(qrels, run, measures)
+
+
+def test_a_nan_score_is_refused_naming_the_query():
+    run = {"q1": {**{f"d{n}": float(n) for n in range(200)}, "dnan": float("nan")}}
+    with pytest.raises(EvaluationError, match="the run's query 'q1': a score is NaN, which ranks nowhere"):
+        Evaluator().evaluate({"q1": {"d1": 1}}, run, list(DEFAULT_MEASURES))

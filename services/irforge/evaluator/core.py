@@ -63,6 +63,13 @@ def drop_identical_ids(run: Run) -> tuple[Run, int]:
     return cleaned, dropped
 
 
+def _top_ranking(query_id: str, scores, k: int) -> Ranking:
+    try:
+        return top_ranking(scores, k)
+    except ValueError as error:  # the file readers and the gRPC door refuse NaN; a caller's dict may hold one
+        raise EvaluationError(f"the run's query {query_id!r}: {error}") from None
+
+
 def _some_ids(by_query: dict, examples: int = 3) -> str:
     """"2 queries, e.g. 'q1', 'q2'": enough to see two files' ids do not match, and how."""
     count = len(by_query)
@@ -109,7 +116,8 @@ class Evaluator:
         for request in requests:
             if request.engine == "judged":
                 for query_id, scores in run.items():
-                    per_query[query_id][request.output_name] = judged.judged_at_k(qrels[query_id], top_ranking(scores, request.cutoff), request.cutoff)
+                    top = _top_ranking(query_id, scores, request.cutoff)
+                    per_query[query_id][request.output_name] = judged.judged_at_k(qrels[query_id], top, request.cutoff)
 
         names = self._output_names(requests, per_query)
         aggregate = {}
@@ -136,7 +144,7 @@ class Evaluator:
         value is the one the whole ranking gives (measures.py, MeasureRequest.depth)."""
         if max_docs and (not depth or max_docs < depth):
             depth = max_docs
-        return {query_id: top_ranking(scores, depth) for query_id, scores in run.items()} if depth else run
+        return {query_id: _top_ranking(query_id, scores, depth) for query_id, scores in run.items()} if depth else run
 
     @staticmethod
     def _output_names(requests, per_query) -> list[str]:

@@ -25,6 +25,8 @@ def top_ranking(scores: Mapping[str, float], k: int) -> Ranking:
         return scores.head(k)
     ids = list(scores)
     values = np.fromiter(scores.values(), dtype=np.float64, count=len(ids))
+    if np.isnan(values).any():
+        raise ValueError("a score is NaN, which ranks nowhere")
     if 0 < k < len(ids):
         kth_best = np.partition(values, len(ids) - k)[len(ids) - k]
         keep = np.flatnonzero(values >= kth_best).tolist()  # the top k and whatever ties the k-th
