@@ -330,7 +330,9 @@ class ElasticsearchSparseBackend(VectorBackend):
             raise CorpusNotReady(collection_id)
         terms = [positive_terms(indices, values, "query", row)
                  for row, (indices, values) in enumerate(check_sparse(collection_id, queries, meta["dimension"], "queries"))]
-        results: list[list[Hit]] = [[] for _ in terms]   # a query without terms matches nothing
+        # A query without terms matches nothing. Every answer is built by `cut`, the one place that
+        # shapes hits for all vector backends.
+        results = [cut((), k) for _ in terms]
         asked = [row for row, query in enumerate(terms) if query]
         for start in range(0, len(asked), MSEARCH_CHUNK):
             chunk = asked[start:start + MSEARCH_CHUNK]
