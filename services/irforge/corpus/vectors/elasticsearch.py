@@ -44,6 +44,7 @@ import re
 import secrets
 import threading
 from contextlib import contextmanager
+from typing import NoReturn
 
 import numpy as np
 from elasticsearch import ApiError, NotFoundError
@@ -248,7 +249,7 @@ class ElasticsearchSparseBackend(VectorBackend):
                         f"{collection_id!r} only in case; use another collection id")
             return self._info(reconciled_sparse(meta, vocabulary, fingerprint))
 
-    def _refuse_dense(self, collection_id: str):
+    def _refuse_dense(self, collection_id: str) -> NoReturn:
         """Every collection here is sparse: a dense operation on one fails as on the other backends."""
         raise ValueError(f"vector collection {self._require(collection_id)['collection_id']!r} holds sparse vectors, "
                          "not dense ones")
