@@ -57,7 +57,9 @@ def add_pipeline_arguments(parser, default_measures) -> None:
     lexical = parser.add_argument_group("BM25 (bm25, hybrid)")
     lexical.add_argument("--backend", choices=("embedded", "elasticsearch"), default="embedded", help="lexical backend when in-process")
     lexical.add_argument("--index-dir", type=Path, help="embedded BM25 indexes (default $IRFORGE_INDEX_DIR or the user data dir)")
-    lexical.add_argument("--elasticsearch-url", help="Elasticsearch URL (default $IRFORGE_ELASTICSEARCH_URL)")
+    lexical.add_argument("--elasticsearch-url",
+                         help="Elasticsearch URL for --backend elasticsearch and --vector-backend elasticsearch "
+                              "(default $IRFORGE_ELASTICSEARCH_URL)")
     lexical.add_argument("--k1", type=float, default=Bm25Settings.k1, help=f"BM25 k1 (default {Bm25Settings.k1})")
     lexical.add_argument("--b", type=float, default=Bm25Settings.b, help=f"BM25 b (default {Bm25Settings.b})")
 
