@@ -218,3 +218,32 @@ def latency_of(retriever) -> dict | None:
     """results.json's `latency` for a retriever: None for one that records nothing (a stored run)."""
     recorder = getattr(retriever, "latency", None)
     return recorder.summary() if isinstance(recorder, LatencyRecorder) else None
+
+
+def latency_lines(latency: dict | None) -> list[str]:
+    """The printed summary of results.json's `latency` (eval's and eval-instructions' tables)."""
+    if not latency:
+        return []
+
+    def figures(record: dict, unit: str) -> str:
+        if not record.get("count"):
+            return "no samples"
+        rate = record.get(f"{unit}_per_s")
+        points = "/".join(f"{record[name]:.1f}" for name in ("p50_ms", "p95_ms", "p99_ms", "max_ms"))
+        return f"{points} ms" + (f" · {rate:,.1f} {unit}/s" if rate else "")
+
+    lines = ["latency p50/p95/p99/max (results.json `latency`: how each stage was timed):"]
+    if "end_to_end" in latency:
+        lines.append(f"  per query, end to end   {figures(latency['end_to_end'], 'queries')}")
+    for name, stage in latency.get("stages", {}).items():
+        unit = "queries" if stage["unit"] == "query" else "requests"
+        how = ("per request" if stage["unit"] == "request" or stage["calls"] == stage.get("count")
+               else f"batch time / size, {stage['calls']} batches")
+        texts = f" · {stage['texts_per_s']:,.1f} texts/s" if stage.get("texts_per_s") else ""
+        lines.append(f"  {name:<23} {figures(stage, unit)}{texts} ({how})")
+    encoding = latency.get("encoding", {})
+    if encoding:
+        parts = [f"{what} {e['texts_per_s']:,.1f} texts/s ({e['texts']} texts)" if e.get("texts_per_s")
+                 else f"{what}: none encoded (cache)" for what, e in encoding.items()]
+        lines.append("  encoding: " + " · ".join(parts))
+    return lines
