@@ -265,7 +265,7 @@ class GrpcSearchRetriever(_SearchRetriever):
         size = self.spec.batch_size
         chunks = [queries[start:start + size] for start in range(0, len(queries), size)]
 
-        basis = batch_basis(size, "BatchSearch streams (sent to last answer read and checked, network included)")
+        basis = batch_basis(size, "BatchSearch streams", "sent to last answer read and checked, network included")
 
         def stream(chunk: list[Query]) -> dict[str, dict[str, float]]:
             started = time.perf_counter()

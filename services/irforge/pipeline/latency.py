@@ -41,8 +41,8 @@ PER_REQUEST = "one request per query; the answered attempt's time (request sent 
               "network included); retries and backoff are counted in the endpoint's calls, not here"
 
 
-def batch_basis(size: int, what: str) -> str:
-    return f"{what} of up to {size} queries; time per query = the batch's time / queries in it"
+def batch_basis(size: int, what: str, how: str = "") -> str:
+    return f"{what} of up to {size} queries{f' ({how})' if how else ''}; time per query = the batch's time / queries in it"
 
 
 @dataclass

@@ -15,7 +15,7 @@ from irforge.pipeline.progress import ProgressFactory
 from irforge.pipeline.retrievers.base import CorpusTracker, count_lines, safe_name
 
 INGEST_BATCH = 500
-BASIS = batch_basis(SEARCH_CHUNK, "batch search calls to the corpus service (network included when remote)")
+BASIS = batch_basis(SEARCH_CHUNK, "batch search calls to the corpus service", "network included when remote")
 
 
 def corpus_id_for(dataset_name: str, fingerprint: str, settings: Bm25Settings) -> str:

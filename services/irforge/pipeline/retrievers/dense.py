@@ -19,8 +19,8 @@ from irforge.pipeline.progress import ProgressFactory
 from irforge.pipeline.retrievers.base import CorpusTracker, count_lines, safe_name
 
 ENCODE_CHUNK = 256  # documents per cache lookup / encoder call / upsert: bounds memory
-ENCODE_BASIS = batch_basis(ENCODE_CHUNK, "chunks (embedding cache lookup, encoding of the texts it lacks, storing)")
-SEARCH_BASIS = batch_basis(SEARCH_CHUNK, "vector search calls to the corpus service (network included when remote)")
+ENCODE_BASIS = batch_basis(ENCODE_CHUNK, "chunks", "embedding cache lookup, encoding the texts it lacks, storing")
+SEARCH_BASIS = batch_basis(SEARCH_CHUNK, "vector search calls to the corpus service", "network included when remote")
 
 
 def collection_id_for(dataset_name: str, fingerprint: str, identity_key: str, kind: str = "dense") -> str:

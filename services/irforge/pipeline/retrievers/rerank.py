@@ -78,7 +78,7 @@ class RerankingRetriever:
                 all_scores = (self.reranker.score_batch(batch) if hasattr(self.reranker, "score_batch")
                               else [self.reranker.score(*item) for item in batch])
                 self.latency.batch("rerank", [query.query_id for query, _ in chunk], time.perf_counter() - started,
-                                   batch_basis(self.queries_per_call, f"reranker calls (top {self.depth} documents each)"))
+                                   batch_basis(self.queries_per_call, "reranker calls", f"top {self.depth} documents each"))
                 for (query, head), scores in zip(chunk, all_scores):
                     run[query.query_id] = self._merge(first[query.query_id], head, scores)
                     self._counts["rerank_queries"] += 1
