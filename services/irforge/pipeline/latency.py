@@ -247,3 +247,23 @@ def latency_lines(latency: dict | None) -> list[str]:
                  else f"{what}: none encoded (cache)" for what, e in encoding.items()]
         lines.append("  encoding: " + " · ".join(parts))
     return lines
+
+
+def merged_latency(summaries: list[dict | None]) -> dict | None:
+    """One `latency` from the summaries of separate steps (an orchestrator job encodes, retrieves
+    and reranks in steps of their own): stages and encoding side by side. Percentiles of separate
+    steps cannot be added up per query, so `end_to_end` stays only when one step answered."""
+    present = [summary for summary in summaries if summary]
+    if not present:
+        return None
+    record: dict = {"method": METHOD}
+    answered = [summary["end_to_end"] for summary in present if "end_to_end" in summary]
+    if len(answered) == 1:
+        record["end_to_end"] = answered[0]
+    elif answered:
+        record["end_to_end_note"] = "the queries were answered in separate steps (retrieve, rerank): see each stage"
+    record["stages"] = {name: stage for summary in present for name, stage in summary.get("stages", {}).items()}
+    encoding = {what: figures for summary in present for what, figures in summary.get("encoding", {}).items()}
+    if encoding:
+        record["encoding"] = encoding
+    return record
