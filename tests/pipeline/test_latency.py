@@ -16,7 +16,7 @@ from irforge.corpus.lexical import make_backend
 from irforge.corpus.settings import Bm25Settings
 from irforge.evaluator.core import Evaluator
 from irforge.pipeline.eval_job import EvalJob, EvalJobSpec
-from irforge.pipeline.latency import LatencyRecorder, latency_lines, summarise
+from irforge.pipeline.latency import LatencyRecorder, latency_lines, merged_latency, summarise
 from irforge.pipeline.progress import no_progress
 from irforge.pipeline.retrievers.bm25 import Bm25Retriever
 
@@ -56,6 +56,20 @@ def test_a_batch_is_split_evenly_and_each_pass_keeps_its_queries_apart():
 
 def test_nothing_recorded_is_none_and_prints_nothing():
     assert LatencyRecorder().summary() is None and latency_lines(None) == []
+
+
+def test_steps_merge_side_by_side_and_end_to_end_only_from_one_step():
+    retrieve, rerank = LatencyRecorder(), LatencyRecorder()
+    for recorder, name in ((retrieve, "bm25 search"), (rerank, "rerank")):
+        with recorder.answering(2):
+            recorder.batch(name, ["a", "b"], 0.2, "batch")
+    rerank.encoded("queries", 10, 0.5)
+    alone = merged_latency([None, retrieve.summary()])
+    assert alone == retrieve.summary()
+    both = merged_latency([None, retrieve.summary(), rerank.summary()])
+    assert list(both["stages"]) == ["bm25 search", "rerank"] and both["encoding"]["queries"]["texts_per_s"] == 20.0
+    assert "end_to_end" not in both and "separate steps" in both["end_to_end_note"]
+    assert merged_latency([None, None]) is None
 
 
 def test_bm25_eval_records_and_prints_latency(scifact_subset, tmp_path):
