@@ -16,6 +16,7 @@ from irforge.corpus.settings import Bm25Settings
 from irforge.datasets import resolve_dataset
 from irforge.evaluator.measures import DEFAULT_MEASURES, parse_measures
 from irforge.pipeline.eval_job import EvalJob, EvalJobSpec
+from irforge.pipeline.latency import latency_lines
 from irforge.results import Results, describe_retriever
 from irforge.pipeline.retrievers import RETRIEVERS
 
@@ -173,4 +174,6 @@ def print_table(results: dict, out) -> None:
     timings = results["timings"]
     out.write(f"{', '.join(work)} · index {timings['index_s']:.1f}s · retrieve {timings['retrieve_s']:.1f}s · "
               f"evaluate {timings['evaluate_s']:.1f}s\n")
+    for line in latency_lines(results.get("latency")):  # results written before latency was recorded have none
+        out.write(line + "\n")
     out.write(f"wrote {results['files']['run']} and results.json\n")

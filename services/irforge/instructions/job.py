@@ -26,6 +26,7 @@ from irforge.instructions import metrics as if_metrics
 from irforge.instructions.collection import InstructionCollection, open_instruction_collections
 from irforge.instructions.queries import InstructionTemplate, mode_queries
 from irforge.pipeline.eval_job import VERSIONED_PACKAGES, EvaluatorClient
+from irforge.pipeline.latency import latency_of
 from irforge.pipeline.retrievers import CorpusTracker, Retriever
 
 DEFAULT_INSTRUCTION_MEASURES = ("nDCG@10",)
@@ -227,6 +228,7 @@ class InstructionJob:
                 "definitions": DEFINITIONS,
             },
             "timings": self.timings,
+            "latency": latency_of(self.retriever),
             "versions": versions,
             "mode": self.mode,
             "files": {"runs": {dim: d["files"] for dim, d in dimensions.items()}},

@@ -20,6 +20,7 @@ from irforge.data.qrels import check_qrels_references, qrels_fingerprint
 from irforge.data.types import Qrels, Query, Run
 from irforge.evaluator.core import EvaluationOptions, EvaluationResult
 from irforge.evaluator.measures import DEFAULT_MEASURES
+from irforge.pipeline.latency import latency_of
 from irforge.pipeline.retrievers import CorpusTracker, Retriever
 
 VERSIONED_PACKAGES = ["pytrec_eval-terrier", "bm25s", "PyStemmer", "grpcio", "numpy", "sentence-transformers",
@@ -139,6 +140,7 @@ class EvalJob:
                 "queries_retrieved": len(queries),
             },
             "timings": self.timings,
+            "latency": latency_of(self.retriever),
             "versions": versions,
             "mode": self.mode,
             "files": {"run": run_path.name},
