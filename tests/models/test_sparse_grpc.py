@@ -58,7 +58,7 @@ def same_vectors(one, other) -> bool:
 
 
 def test_sparse_vectors_through_grpc_equal_in_process(core, platform, beir_dir):
-    texts = [d.full_text for d in itertools.islice(BeirDataset.open(beir_dir / "scifact").corpus(), 12)]
+    texts = [d.full_text for d in itertools.islice(BeirDataset.open(beir_dir / "scifact").corpus(), 8)]
     with RemoteSparseEncoder(platform) as remote, RemoteSparseEncoder(platform, model=MODEL, max_texts_per_call=5) as split:
         assert remote.identity == core.identity and remote.identity_key == core.identity_key
         assert remote.dimension == core.dimension == 30522 and remote.describe()["distance"] == "dot"
