@@ -104,13 +104,6 @@ def test_cached_sparse_vectors_equal_fresh_ones(first, stores):
         assert list(one.indices) == sorted(one.indices) and 0 < one.terms <= 48
 
 
-def test_sparse_needs_the_in_process_corpus(scifact_tiny, tmp_path, capsys):
-    code = main(["eval", "--dataset", str(scifact_tiny), "--out", str(tmp_path / "out"), "--retriever", "sparse", *FLAGS,
-                 "--corpus-server", "127.0.0.1:1"])
-    assert code == 2
-    assert "runs in-process: the gRPC Corpus and Encoder APIs" in capsys.readouterr().err
-
-
 def test_hybrid_fuses_bm25_with_the_sparse_run(first, scifact_tiny, stores, tmp_path):
     fused = run_eval(scifact_tiny, tmp_path / "hybrid", stores, "--retriever", "hybrid", "--hybrid-with", "sparse")
     retriever = fused["retriever"]

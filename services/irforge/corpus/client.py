@@ -15,7 +15,7 @@ from irforge.corpus import protocol
 from irforge.corpus.lexical.base import CorpusInfo, Hit, IngestProgress
 from irforge.corpus.errors import CorpusNotFound
 from irforge.corpus.settings import Bm25Settings
-from irforge.corpus.vectors.base import HnswSettings, VectorCollectionInfo
+from irforge.corpus.vectors.base import HnswSettings, SparseVector, VectorCollectionInfo
 from irforge.data.types import Document, Query
 from irforge.v1 import corpus_pb2, corpus_pb2_grpc
 
@@ -143,6 +143,30 @@ class RemoteCorpus:
                 dimension=chunk.shape[1], vectors=pack_vectors(chunk), k=k, exact=exact,
             )
             for message in self._stream(self._stub.VectorSearch(request, timeout=self.timeout)):
+                yield message.query_id, protocol.hits_from_proto(message)
+
+    # -- sparse collections -----------------------------------------------------------------
+
+    def create_sparse_collection(self, collection_id: str, vocabulary: int, fingerprint: str) -> VectorCollectionInfo:
+        request = corpus_pb2.CreateSparseCollectionRequest(collection_id=collection_id, vocabulary=vocabulary,
+                                                           fingerprint=fingerprint)
+        return protocol.vector_info_from_proto(self._call(self._stub.CreateSparseCollection, request))
+
+    def upsert_sparse_vectors(self, collection_id: str, doc_ids: list[str], vectors: list[SparseVector]) -> int:
+        request = corpus_pb2.UpsertSparseVectorsRequest(collection_id=collection_id, doc_ids=doc_ids,
+                                                        vectors=protocol.sparse_to_proto(vectors))
+        return self._call(self._stub.UpsertSparseVectors, iter([request])).upserted
+
+    def sparse_search(self, collection_id: str, query_ids: list[str], vectors: list[SparseVector],
+                      k: int) -> Iterator[tuple[str, list[Hit]]]:
+        if len(query_ids) != len(vectors):
+            raise ValueError(f"{len(query_ids)} query ids for {len(vectors)} query vectors")
+        for start in range(0, len(query_ids), QUERIES_PER_REQUEST):
+            request = corpus_pb2.SparseSearchRequest(
+                collection_id=collection_id, query_ids=query_ids[start:start + QUERIES_PER_REQUEST],
+                vectors=protocol.sparse_to_proto(vectors[start:start + QUERIES_PER_REQUEST]), k=k,
+            )
+            for message in self._stream(self._stub.SparseSearch(request, timeout=self.timeout)):
                 yield message.query_id, protocol.hits_from_proto(message)
 
     def close(self) -> None:

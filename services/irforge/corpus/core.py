@@ -111,7 +111,7 @@ class CorpusService:
             hits = backend.search(collection_id, vectors[start:start + SEARCH_CHUNK], k, exact)
             yield from zip(chunk_ids, hits, strict=True)
 
-    # -- sparse collections (in-process only: the gRPC Corpus API carries dense vectors) ---------
+    # -- sparse collections (served over gRPC too: CreateSparseCollection, UpsertSparseVectors, SparseSearch)
 
     def create_sparse_collection(self, collection_id: str, vocabulary: int, fingerprint: str) -> VectorCollectionInfo:
         return self._vector_backend().create_sparse(collection_id, vocabulary, fingerprint)

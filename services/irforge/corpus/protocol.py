@@ -6,7 +6,8 @@ import json
 
 from irforge.corpus.lexical.base import CorpusInfo, CorpusState, DocumentError, Hit, IngestProgress
 from irforge.corpus.settings import Bm25Settings
-from irforge.corpus.vectors.base import HnswSettings, VectorCollectionInfo
+from irforge.common.packing import pack_sparse, unpack_sparse
+from irforge.corpus.vectors.base import HnswSettings, SparseVector, VectorCollectionInfo
 from irforge.data.types import Document, Query
 from irforge.v1 import common_pb2, corpus_pb2
 
@@ -125,3 +126,16 @@ def vector_info_from_proto(message: corpus_pb2.VectorCollectionInfo) -> VectorCo
         fingerprint=message.fingerprint, state=_STATES_BACK[message.state], point_count=message.point_count,
         backend=message.backend, config=json.loads(message.config_json or "{}"),
     )
+
+
+def sparse_to_proto(vectors: list[SparseVector]) -> common_pb2.SparseVectors:
+    terms, indices, weights = pack_sparse(vectors)
+    return common_pb2.SparseVectors(terms=terms, indices=indices, weights=weights)
+
+
+def sparse_from_proto(message: common_pb2.SparseVectors, count: int) -> list[SparseVector]:
+    """`count` sparse vectors (one per doc or query id); ValueError when the message disagrees."""
+    vectors = [SparseVector(ids, weights) for ids, weights in unpack_sparse(message.terms, message.indices, message.weights)]
+    if len(vectors) != count:
+        raise ValueError(f"{len(vectors)} sparse vectors for {count} ids")
+    return vectors

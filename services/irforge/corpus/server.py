@@ -162,6 +162,33 @@ class CorpusServicer(corpus_pb2_grpc.CorpusServicer):
         for query_id, hits in self.service.vector_search(request.collection_id, list(request.query_ids), vectors, request.k, request.exact):
             yield protocol.hits_to_proto(query_id, hits)
 
+    # -- sparse collections -----------------------------------------------------------------
+
+    @grpc_method
+    def CreateSparseCollection(self, request, context):
+        info = self.service.create_sparse_collection(request.collection_id, request.vocabulary, request.fingerprint)
+        return protocol.vector_info_to_proto(info)
+
+    @grpc_method
+    def UpsertSparseVectors(self, request_iterator, context):
+        collection_id, upserted = "", 0
+        for request in request_iterator:
+            if request.collection_id and collection_id and request.collection_id != collection_id:
+                raise ValueError(f"one UpsertSparseVectors stream feeds one collection ({collection_id!r}), got {request.collection_id!r}")
+            collection_id = collection_id or request.collection_id
+            if not collection_id:
+                raise ValueError("the first UpsertSparseVectors message must name the collection_id")
+            if request.doc_ids:
+                vectors = protocol.sparse_from_proto(request.vectors, len(request.doc_ids))
+                upserted += self.service.upsert_sparse_vectors(collection_id, list(request.doc_ids), vectors)
+        return corpus_pb2.UpsertVectorsResponse(upserted=upserted)
+
+    @grpc_stream_method
+    def SparseSearch(self, request, context):
+        vectors = protocol.sparse_from_proto(request.vectors, len(request.query_ids))
+        for query_id, hits in self.service.sparse_search(request.collection_id, list(request.query_ids), vectors, request.k):
+            yield protocol.hits_to_proto(query_id, hits)
+
 
 def binding(service: CorpusService, **limits) -> ServiceBinding:
     """`limits`: max_ingest_streams, ingest_idle_timeout_s (see CorpusServicer)."""

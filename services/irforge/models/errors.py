@@ -21,3 +21,7 @@ class RerankError(ModelError):
 
 class RerankerUnavailable(ModelError):
     """A reranker deployment did not answer after every retry."""
+
+
+class WrongModelKind(ModelError):
+    """A served model is dense where the run needs a sparse one, or the other way round."""

@@ -8,6 +8,11 @@ when its replica dies mid-call.
     vectors = encoder.encode(texts, TextRole.PASSAGE)     # one call per batch, never one per text
     stop_local_ray()
 
+A sparse encoder (sentence-transformers SparseEncoder, SPLADE) is the same deployment with
+`kind="sparse"` (start_encoder_app(spec, kind="sparse", max_active_dims=...)): its replicas hold a
+SparseEncoderCore and answer one SparseVector per text; RaySparseEncoder is its client
+(ray_encoder_for picks the client from the deployment's description).
+
 Design notes (figures: benchmarks/encoder_throughput.py and its results JSON)
   - One call carries one batch (tens to hundreds of texts). Serve's per-request cost is paid per
     batch, so with calls of 100 texts the handle path stays close to in-process speed.
@@ -59,7 +64,8 @@ from irforge.models.encoder import (
     check_vectors,
     resolve_model,
 )
-from irforge.models.errors import ModelError, ModelNotFound
+from irforge.models.errors import ModelError, ModelNotFound, WrongModelKind
+from irforge.models.sparse_encoder import SparseEncoderCore, check_sparse_vectors
 
 log = logging.getLogger(__name__)
 
@@ -145,29 +151,32 @@ class EncoderDeploymentConfig:
 
 @serve.deployment(name=DEPLOYMENT_NAME)
 class EncoderDeployment:
-    """One EncoderCore per replica. `encode` takes a whole batch per call."""
+    """One EncoderCore (or SparseEncoderCore, kind "sparse") per replica. `encode` takes a whole
+    batch per call."""
 
     def __init__(self, spec: EncoderSpec, torch_threads: int | None = None, max_batch_size: int = 1,
-                 batch_wait_timeout_s: float = 0.0):
+                 batch_wait_timeout_s: float = 0.0, kind: str = protocol.DENSE, max_active_dims: int | None = None):
         if torch_threads:
             import torch
 
             torch.set_num_threads(torch_threads)
-        self.core = EncoderCore(spec)
+        self.core = SparseEncoderCore(spec, max_active_dims) if kind == protocol.SPARSE else EncoderCore(spec)
         self._lock = threading.Lock()  # one forward pass at a time (see the module notes)
         self.merging = {"max_batch_size": max_batch_size, "batch_wait_timeout_s": batch_wait_timeout_s}
         if max_batch_size > 1:
             self.encode_merged.set_max_batch_size(max_batch_size)
             self.encode_merged.set_batch_wait_timeout_s(batch_wait_timeout_s)
 
-    def encode(self, texts: list[str], role: str) -> np.ndarray:
+    def encode(self, texts: list[str], role: str):
+        """float32 (len(texts), dimension), or a list of SparseVector for a sparse core."""
         with self._lock:
             return self.core.encode(list(texts), TextRole(role))
 
     @serve.batch(max_batch_size=2, batch_wait_timeout_s=0.0)
-    async def encode_merged(self, texts_per_call: list[list[str]], roles: list[str]) -> list[np.ndarray]:
-        """Calls Serve merged: one forward pass per role over all their texts, split back per call."""
-        answers: list[np.ndarray | None] = [None] * len(texts_per_call)
+    async def encode_merged(self, texts_per_call: list[list[str]], roles: list[str]) -> list:
+        """Calls Serve merged: one forward pass per role over all their texts, split back per call
+        (array rows, or list items for a sparse core)."""
+        answers: list = [None] * len(texts_per_call)
         for role in dict.fromkeys(roles):
             members = [i for i, r in enumerate(roles) if r == role]
             vectors = await asyncio.to_thread(self.encode, [t for i in members for t in texts_per_call[i]], role)
@@ -185,6 +194,8 @@ class EncoderDeployment:
     # and not the recommended door (see irforge.models.server); kept so the proxy can be used.
     def Encode(self, request):
         vectors = self.encode(list(request.texts), protocol.role_from_proto(request.role).value)
+        if isinstance(self.core, SparseEncoderCore):
+            return protocol.encode_sparse_response(vectors, self.core.dimension)
         return protocol.encode_response(vectors)
 
     def DescribeModel(self, request):
@@ -289,8 +300,10 @@ def release_local_ray(started: bool, app_name: str) -> None:
 
 
 def start_encoder_app(spec: EncoderSpec, config: EncoderDeploymentConfig = EncoderDeploymentConfig(),
-                      name: str = DEFAULT_APP_NAME, route_prefix: str | None = None) -> serve.handle.DeploymentHandle:
+                      name: str = DEFAULT_APP_NAME, route_prefix: str | None = None, *, kind: str = protocol.DENSE,
+                      max_active_dims: int | None = None) -> serve.handle.DeploymentHandle:
     """Deploy the encoder as Serve application `name`; returns once every replica is ready.
+    `kind="sparse"` serves `spec` as a SparseEncoder (SPLADE), keeping `max_active_dims` weights.
 
     Validates the spec first (ModelNotFound without deploying). Starts loopback Ray if this
     process has none. A replica whose constructor fails makes this raise ModelNotFound (a model
@@ -303,8 +316,10 @@ def start_encoder_app(spec: EncoderSpec, config: EncoderDeploymentConfig = Encod
     if not ray.is_initialized():
         start_local_ray()
     config = config.resolved()
+    if kind not in (protocol.DENSE, protocol.SPARSE):
+        raise ValueError(f"encoder kind must be dense or sparse, got {kind!r}")
     app = EncoderDeployment.options(**config.deployment_options()).bind(
-        spec, config.torch_threads, config.max_batch_size, config.batch_wait_timeout_s)
+        spec, config.torch_threads, config.max_batch_size, config.batch_wait_timeout_s, kind, max_active_dims)
     return run_app(app, name, route_prefix, "encoder", spec.model)
 
 
@@ -324,7 +339,10 @@ def run_app(app, name: str, route_prefix: str | None, component: str, model: str
 
 class RayEncoder:
     """EncoderCore's surface over a Serve deployment: identity, identity_key, dimension,
-    describe(), encode(texts, role). Batches are re-sent when a replica dies mid-call."""
+    describe(), encode(texts, role). Batches are re-sent when a replica dies mid-call.
+    Refuses a deployment serving a sparse model (RaySparseEncoder is its client)."""
+
+    kind = protocol.DENSE
 
     def __init__(self, handle_or_app_name: serve.handle.DeploymentHandle | str = DEFAULT_APP_NAME, *,
                  max_retries: int = 3, backoff_s: float = 0.5, max_backoff_s: float = 8.0,
@@ -342,8 +360,12 @@ class RayEncoder:
         self.max_texts_per_call = max_texts_per_call
         self.retries = 0  # batches re-sent after a replica failure, over this client's life
         self._description = self._call(lambda: self._handle.describe.remote(), "describe")
+        served = self._description.get("kind", protocol.DENSE)
+        if served != self.kind:
+            raise WrongModelKind(f"encoder deployment {self.app_name!r} serves {self._description['model']!r}, a {served} "
+                                 f"model; this client needs a {self.kind} one")
         self.name = self._description["model"]
-        self.dimension = int(self._description["dimension"])
+        self.dimension = int(self._description["vocabulary" if served == protocol.SPARSE else "dimension"])
         # A deployment that merges calls is reached through its @serve.batch method.
         merging = self._description.get("merging", {}).get("max_batch_size", 1) > 1
         self._method = self._handle.encode_merged if merging else self._handle.encode
@@ -366,7 +388,7 @@ class RayEncoder:
         if len(texts) <= self.max_texts_per_call:
             return self._encode_call(texts, role)
         chunks = [texts[start:start + self.max_texts_per_call] for start in range(0, len(texts), self.max_texts_per_call)]
-        return np.concatenate(list(self.encode_batches(chunks, role, in_flight=1)))
+        return self._join(list(self.encode_batches(chunks, role, in_flight=1)))
 
     def encode_batches(self, batches: Iterable[list[str]], role: TextRole, in_flight: int = 2) -> Iterator[np.ndarray]:
         """Vectors of each batch, in order, keeping `in_flight` calls outstanding so a replica
@@ -393,14 +415,47 @@ class RayEncoder:
                 log.warning("encoder replica failed during a batch of %d texts (%s); re-sending", len(batch), type(error).__name__)
                 time.sleep(self.backoff_s)
                 vectors = self._encode_call(batch, role)
-            check_vectors(vectors, len(batch), self.dimension, f"encoder deployment {self.app_name}")
+            vectors = self._check(vectors, len(batch))
             fill()
             yield vectors
 
     def _encode_call(self, texts: list[str], role: TextRole) -> np.ndarray:
         vectors = self._call(lambda: self._method.remote(texts, role.value), f"a batch of {len(texts)} texts")
-        check_vectors(vectors, len(texts), self.dimension, f"encoder deployment {self.app_name}")
-        return vectors
+        return self._check(vectors, len(texts))
 
     def _call(self, submit, what: str):
         return call_with_replica_retries(self, submit, what, "encoder", EncoderUnavailable)
+
+    # -- the representation: dense arrays here; RaySparseEncoder overrides ----------------------
+
+    def _check(self, vectors, count: int):
+        check_vectors(vectors, count, self.dimension, f"encoder deployment {self.app_name}")
+        return vectors
+
+    @staticmethod
+    def _join(parts: list):
+        return np.concatenate(parts)
+
+
+class RaySparseEncoder(RayEncoder):
+    """SparseEncoderCore's surface over a sparse encoder deployment: one SparseVector per text,
+    `dimension` is the vocabulary. Batching, in-flight calls and retries as RayEncoder's."""
+
+    kind = protocol.SPARSE
+
+    def _check(self, vectors, count: int):
+        return check_sparse_vectors(vectors, count, self.dimension, f"encoder deployment {self.app_name}")
+
+    @staticmethod
+    def _join(parts: list):
+        return [vector for part in parts for vector in part]
+
+
+def ray_encoder_for(handle_or_app_name: serve.handle.DeploymentHandle | str = DEFAULT_APP_NAME, **options) -> RayEncoder:
+    """RayEncoder or RaySparseEncoder, whichever the deployment's model needs (options as RayEncoder's)."""
+    handle = serve.get_app_handle(handle_or_app_name) if isinstance(handle_or_app_name, str) else handle_or_app_name
+    kind = handle.describe.remote().result(timeout_s=options.get("timeout_s", 600.0)).get("kind", protocol.DENSE)
+    encoder = (RaySparseEncoder if kind == protocol.SPARSE else RayEncoder)(handle, **options)
+    if isinstance(handle_or_app_name, str):
+        encoder.app_name = handle_or_app_name
+    return encoder

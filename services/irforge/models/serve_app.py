@@ -41,6 +41,9 @@ SPEC_ARGS = {
     "passage_prefix": "", "normalize": True, "max_seq_length": None, "batch_size": 64,
     "device": None, "precision": "float32",
 }
+# What kind of model `model` is: "dense" (SentenceTransformer) or "sparse" (SparseEncoder, SPLADE,
+# keeping max_active_dims weights per vector when set).
+KIND_ARGS = {"kind": "dense", "max_active_dims": None}
 DEPLOYMENT_ARGS = {
     "num_cpus": 1.0, "num_gpus": 0.0, "max_ongoing_requests": 4, "torch_threads": None,
     "max_batch_size": 1, "batch_wait_timeout_s": 0.0,
@@ -51,12 +54,15 @@ DEPLOYMENT_ARGS = {
 
 
 def app(args: dict):
-    """The encoder application for `args` (SPEC_ARGS and DEPLOYMENT_ARGS keys; all optional)."""
+    """The encoder application for `args` (SPEC_ARGS, KIND_ARGS and DEPLOYMENT_ARGS keys; all optional)."""
     args = dict(args or {})
-    unknown = sorted(set(args) - set(SPEC_ARGS) - set(DEPLOYMENT_ARGS))
+    unknown = sorted(set(args) - set(SPEC_ARGS) - set(KIND_ARGS) - set(DEPLOYMENT_ARGS))
     if unknown:
         raise ValueError(f"irforge.models.serve_app:app: unknown args {unknown}; "
-                         f"known: {sorted({**SPEC_ARGS, **DEPLOYMENT_ARGS})}")
+                         f"known: {sorted({**SPEC_ARGS, **KIND_ARGS, **DEPLOYMENT_ARGS})}")
+    kind, max_active_dims = (args.get(key, default) for key, default in KIND_ARGS.items())
+    if kind not in ("dense", "sparse"):
+        raise ValueError(f"irforge.models.serve_app:app: kind must be dense or sparse, got {kind!r}")
     spec = EncoderSpec(**{key: args.get(key, default) for key, default in SPEC_ARGS.items()})
     settings = {key: args.get(key, default) for key, default in DEPLOYMENT_ARGS.items()}
     if not 1 <= settings["min_replicas"] <= settings["max_replicas"]:
@@ -77,18 +83,19 @@ def app(args: dict):
             "target_ongoing_requests": settings["target_ongoing_requests"],
         }
     return EncoderDeployment.options(**options).bind(
-        spec, config.torch_threads, config.max_batch_size, config.batch_wait_timeout_s)
+        spec, config.torch_threads, config.max_batch_size, config.batch_wait_timeout_s, kind, max_active_dims)
 
 
 # -- the front ---------------------------------------------------------------------------------
 
 def connect_encoder(ray_address: str, app_name: str, timeout_s: float):
-    """A RayEncoder on application `app_name` of the cluster at `ray_address`, retrying until
+    """A RayEncoder (RaySparseEncoder for a sparse model) on application `app_name` of the cluster
+    at `ray_address`, retrying until
     the cluster answers and the application is deployed (a RayService starts its workers and
     loads the model after this pod may already be up). Raises ConnectionError after timeout_s."""
     import ray
 
-    from irforge.models.serve import RayEncoder
+    from irforge.models.serve import ray_encoder_for
 
     os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
     deadline = time.monotonic() + timeout_s
@@ -97,7 +104,7 @@ def connect_encoder(ray_address: str, app_name: str, timeout_s: float):
         try:
             if not ray.is_initialized():
                 ray.init(address=ray_address, logging_level=logging.WARNING)
-            return RayEncoder(app_name)
+            return ray_encoder_for(app_name)
         except Exception as error:  # noqa: BLE001 - connection refused, app not deployed yet, ...
             last_error = error
             log.warning("encoder app %r on %s not reachable yet (%s); retrying in %.0fs",

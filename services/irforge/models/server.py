@@ -1,7 +1,9 @@
 """The Encoder service's gRPC door: a thin front of our own over any encoder object.
 
 The servicer decodes the message, calls `encoder.encode(texts, role)` on an EncoderCore (in
-process) or a RayEncoder (Ray Serve deployment behind a handle), and packs the float32 vectors.
+process) or a RayEncoder (Ray Serve deployment behind a handle), and packs the float32 vectors;
+a sparse encoder (SparseEncoderCore, RaySparseEncoder: `kind == "sparse"`) is served the same
+way, its vectors packed as SparseVectors.
 It is started with `irforge.common.grpc_server.start_server`, so health checking
 ("irforge.v1.Encoder"), reflection and error mapping are the ones every irforge service has.
 
@@ -39,6 +41,7 @@ from irforge.models import protocol
 from irforge.models.encoder import EncoderCore
 from irforge.models.errors import ModelNotFound
 from irforge.models.registry import find_served
+from irforge.models.sparse_encoder import SparseEncoderCore
 from irforge.v1 import models_pb2, models_pb2_grpc
 
 SERVICE_NAME = models_pb2.DESCRIPTOR.services_by_name["Encoder"].full_name  # "irforge.v1.Encoder"
@@ -71,7 +74,7 @@ class EncoderServicer(models_pb2_grpc.EncoderServicer):
     def _gate(name: str, encoder, max_concurrent):
         limit = max_concurrent.get(name) if isinstance(max_concurrent, dict) else max_concurrent
         if limit is None:
-            limit = 1 if isinstance(encoder, EncoderCore) else 0
+            limit = 1 if isinstance(encoder, (EncoderCore, SparseEncoderCore)) else 0
         return threading.BoundedSemaphore(limit) if limit > 0 else nullcontext()
 
     def _select(self, model: str) -> str:
@@ -88,8 +91,11 @@ class EncoderServicer(models_pb2_grpc.EncoderServicer):
     def Encode(self, request, context):
         name = self._select(request.model)
         role = protocol.role_from_proto(request.role)
+        encoder = self.encoders[name]
         with self._gates[name]:
-            vectors = self.encoders[name].encode(list(request.texts), role)
+            vectors = encoder.encode(list(request.texts), role)
+        if getattr(encoder, "kind", protocol.DENSE) == protocol.SPARSE:
+            return protocol.encode_sparse_response(vectors, encoder.dimension)
         return protocol.encode_response(vectors)
 
     @grpc_method

@@ -81,3 +81,16 @@ class SparseEncoderCore:
         bounds = np.searchsorted(rows, np.arange(len(texts) + 1))  # coalesce() sorts by row, then column
         return [SparseVector(columns[bounds[i]:bounds[i + 1]].astype(np.int32), values[bounds[i]:bounds[i + 1]].astype(np.float32))
                 for i in range(len(texts))]
+
+
+def check_sparse_vectors(vectors: list[SparseVector], count: int, vocabulary: int, source: str) -> list[SparseVector]:
+    """Reject answers that would be scored silently wrong (check_vectors' sparse twin)."""
+    vectors = list(vectors)
+    if len(vectors) != count:
+        raise EncodingError(f"{source} returned {len(vectors)} vectors for {count} texts")
+    for vector in vectors:
+        if len(vector.indices) != len(vector.values) or not np.isfinite(vector.values).all():
+            raise EncodingError(f"{source} returned a malformed sparse vector (lengths differ, NaN or inf)")
+        if len(vector.indices) and (vector.indices.min() < 0 or vector.indices.max() >= vocabulary):
+            raise EncodingError(f"{source} returned indices outside its vocabulary of {vocabulary}")
+    return vectors

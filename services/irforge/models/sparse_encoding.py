@@ -16,7 +16,7 @@ from irforge.corpus.vectors.base import SparseVector
 from irforge.models.cache import EmbeddingCache, EmbeddingCacheError
 from irforge.models.cached_encoding import DEFAULT_BATCH_SIZE, CachedEncoding
 from irforge.models.encoder import TextRole
-from irforge.models.errors import EncodingError
+from irforge.models.sparse_encoder import check_sparse_vectors
 from irforge.pipeline.progress import ProgressFactory
 
 _INDEX = np.dtype("<i4")
@@ -44,16 +44,7 @@ class CachedSparseEncoding(CachedEncoding):
                 self.cache.get_many_blobs(self.encoder_key, self.role, hashes).items()}
 
     def _checked(self, answer, count: int):
-        answer = list(answer)
-        source = f"sparse encoder {self.encoder_key}"
-        if len(answer) != count:
-            raise EncodingError(f"{source} returned {len(answer)} vectors for {count} texts")
-        for vector in answer:
-            if len(vector.indices) != len(vector.values) or not np.isfinite(vector.values).all():
-                raise EncodingError(f"{source} returned a malformed sparse vector (lengths differ, NaN or inf)")
-            if len(vector.indices) and (vector.indices.min() < 0 or vector.indices.max() >= self.dimension):
-                raise EncodingError(f"{source} returned indices outside its vocabulary of {self.dimension}")
-        return answer
+        return check_sparse_vectors(answer, count, self.dimension, f"sparse encoder {self.encoder_key}")
 
     def _store(self, keys: list[bytes], answer) -> None:
         self.cache.put_many_blobs(self.encoder_key, self.role, [(key, *pack(vector)) for key, vector in zip(keys, answer)])

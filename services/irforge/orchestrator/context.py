@@ -148,16 +148,22 @@ class StepContext:
 
         return self._closing(EmbeddingCache(self.cache_path))
 
+    @property
+    def sparse(self) -> bool:
+        """A learned sparse first stage (or hybrid with one), as `irforge eval` decides it."""
+        return not self.endpoint and (self.spec.retriever == "sparse"
+                                      or (self.spec.retriever == "hybrid" and self.spec.hybrid_with == "sparse"))
+
     def _encoder(self):
         endpoint = self.endpoint
         if endpoint is not None and endpoint.kind == "openai-embeddings":
             from irforge.endpoints.embeddings import EndpointEncoder
 
             return EndpointEncoder(endpoint), f"endpoint {endpoint.public()['host']}"
-        from irforge.models.client import RemoteEncoder
+        from irforge.models.client import remote_encoder
 
         address = self.services.required("encoder")
-        encoder = self._closing(RemoteEncoder(address, model=self.spec.model, timeout=self.services.call_timeout_s))
+        encoder = self._closing(remote_encoder(address, self.sparse, model=self.spec.model, timeout=self.services.call_timeout_s))
         return encoder, f"grpc {address}"
 
     # -- retrievers, as build.build_pipeline makes them ---------------------------------------
@@ -167,9 +173,14 @@ class StepContext:
         return Bm25Retriever(self.corpus, Bm25Settings(k1=self.spec.k1, b=self.spec.b), self.progress)
 
     def dense(self):
+        """The vector retriever: dense, or learned sparse (SparseRetriever) when the spec asks for it."""
         from irforge.pipeline.retrievers.dense import DenseRetriever
 
         encoder, location = self._encoder()
+        if self.sparse:
+            from irforge.pipeline.retrievers.sparse import SparseRetriever
+
+            return SparseRetriever(self.corpus, encoder, self.cache, self.progress, encoder_location=location)
         hnsw = HnswSettings(m=self.spec.hnsw_m, ef_construct=self.spec.hnsw_ef_construct, ef_search=self.spec.hnsw_ef)
         return DenseRetriever(self.corpus, encoder, self.cache, self.progress, exact=self.spec.search == "exact",
                               hnsw=hnsw, encoder_location=location)
@@ -219,11 +230,14 @@ class StepContext:
         corpus and model reuses finished shards."""
         from irforge.sharding import encode_corpus_in_shards, make_shard_runner
 
-        encoder_spec = worker_encoder_spec(dense.encoder.describe())
+        described = dense.encoder.describe()
+        encoder_spec = worker_encoder_spec(described)
         runner = make_shard_runner(self.services.shard_runner, **self.services.shard_options)
         report = encode_corpus_in_shards(Path(self.spec.dataset), encoder_spec, self.cache_path, self.spec.shards, runner,
                                          self.cache_path.parent / "shards" / collection_id, progress=self.progress,
-                                         encoder_key=dense.encoder.identity_key, cancel=self.cancel_event)
+                                         encoder_key=dense.encoder.identity_key, cancel=self.cancel_event,
+                                         sparse=described.get("kind") == "sparse",
+                                         max_active_dims=described.get("max_active_dims"))
         return report.as_dict()
 
     def judge(self):

@@ -54,6 +54,7 @@ class JobSpec:
     fusion: str = "rrf"
     rrf_k: float = 60.0
     fusion_weights: tuple[float, float] = (1.0, 1.0)
+    hybrid_with: str = "dense"            # hybrid: fuse BM25 with the dense run, or with the sparse one
     endpoint: str = ""
     reranker_model: str = ""
     reranker_endpoint: str = ""
@@ -104,6 +105,8 @@ class JobSpec:
             bad("dense.search", f"{self.search!r} is not exact or hnsw")
         if self.fusion not in ("rrf", "linear"):
             bad("fusion.method", f"{self.fusion!r} is not rrf or linear")
+        if self.hybrid_with not in ("dense", "sparse"):
+            bad("fusion.hybrid_with", f"{self.hybrid_with!r} is not dense or sparse")
         if len(self.fusion_weights) != 2:
             bad("fusion.weights", f"needs two weights (bm25, dense), got {list(self.fusion_weights)}")
         if weights_problem(self.fusion_weights):
@@ -124,7 +127,7 @@ class JobSpec:
         if self.shards < 0:
             bad("shards", f"must be 0 or positive, got {self.shards}")
         if self.shards > 1 and self.retriever == "bm25" and not self.endpoint:
-            bad("shards", "sharding splits corpus encoding: it needs retriever dense or hybrid")
+            bad("shards", "sharding splits corpus encoding: it needs retriever dense, sparse or hybrid")
         try:
             parse_measures(list(self.measures))
         except MeasureError as error:
@@ -272,7 +275,8 @@ class JobSpec:
             bm25=orchestrator_pb2.Bm25Parameters(k1=self.k1, b=self.b),
             dense=orchestrator_pb2.DenseParameters(model=self.model, search=self.search, hnsw_m=self.hnsw_m,
                                                    hnsw_ef_construct=self.hnsw_ef_construct, hnsw_ef=self.hnsw_ef),
-            fusion=orchestrator_pb2.FusionParameters(method=self.fusion, rrf_k=self.rrf_k, weights=list(self.fusion_weights)),
+            fusion=orchestrator_pb2.FusionParameters(method=self.fusion, rrf_k=self.rrf_k, weights=list(self.fusion_weights),
+                                                     hybrid_with=self.hybrid_with),
             endpoint=self.endpoint,
             reranker=orchestrator_pb2.RerankerSpec(model=self.reranker_model, endpoint=self.reranker_endpoint,
                                                    depth=self.rerank_depth),
@@ -300,6 +304,7 @@ class JobSpec:
             hnsw_ef=opt(message.dense, "hnsw_ef", d.hnsw_ef),
             fusion=message.fusion.method or d.fusion, rrf_k=opt(message.fusion, "rrf_k", d.rrf_k),
             fusion_weights=tuple(message.fusion.weights) or d.fusion_weights,
+            hybrid_with=message.fusion.hybrid_with or d.hybrid_with,
             endpoint=message.endpoint, reranker_model=message.reranker.model,
             reranker_endpoint=message.reranker.endpoint, rerank_depth=opt(message.reranker, "depth", d.rerank_depth),
             measures=tuple(message.measures) or (INSTRUCTION_MEASURES if message.instructions.enabled else d.measures),
@@ -374,6 +379,7 @@ class JobSpec:
             dataset=dataset(args.dataset), split=args.split, retriever=args.retriever, k1=args.k1, b=args.b,
             model=args.model, search=args.search, hnsw_m=args.hnsw_m, hnsw_ef_construct=args.hnsw_ef_construct,
             hnsw_ef=args.hnsw_ef, fusion=args.fusion, rrf_k=args.rrf_k, fusion_weights=weights,
+            hybrid_with=getattr(args, "hybrid_with", "dense"),
             endpoint=path(args.endpoint), reranker_model=args.reranker or "",
             reranker_endpoint=path(args.reranker_endpoint), rerank_depth=args.rerank_depth,
             measures=tuple(args.measures or (INSTRUCTION_MEASURES if getattr(args, "instructions", False) else DEFAULT_MEASURES)),
@@ -417,7 +423,8 @@ SERVICE_FLAGS = [
     ("--precision", "precision", "float32"), ("--query-prefix", "query_prefix", ""),
     ("--passage-prefix", "passage_prefix", ""), ("--max-seq-length", "max_seq_length", None),
     ("--no-normalize", "no_normalize", False), ("--model-revision", "model_revision", None),
-    ("--encode-batch-size", "encode_batch_size", 64), ("--endpoint-url", "endpoint_url", None),
+    ("--encode-batch-size", "encode_batch_size", 64), ("--max-active-dims", "max_active_dims", None),
+    ("--endpoint-url", "endpoint_url", None),
     ("--endpoint-model", "endpoint_model", None), ("--endpoint-batch-size", "endpoint_batch_size", None),
     ("--endpoint-max-concurrency", "endpoint_max_concurrency", None),
     ("--endpoint-request-budget", "endpoint_request_budget", None),

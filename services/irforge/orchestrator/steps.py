@@ -77,7 +77,7 @@ def plan_steps(spec: JobSpec, endpoint_kind: str = "") -> list[str]:
         steps += [INGEST, ENCODE] if spec.retriever == "hybrid" else [ENCODE]
     else:
         steps += [INGEST] if spec.retriever in ("bm25", "hybrid") else []
-        steps += [ENCODE] if spec.retriever in ("dense", "hybrid") else []
+        steps += [ENCODE] if spec.retriever in ("dense", "hybrid", "sparse") else []
     steps.append(RETRIEVE)
     if spec.has_reranker:
         steps.append(RERANK)
@@ -156,10 +156,10 @@ def ingest_lexical(ctx: StepContext) -> dict:
 
 
 def encode_vectors(ctx: StepContext) -> dict:
-    dense = ctx.dense()
-    collection_id = collection_id_for(ctx.dataset.name, ctx.fingerprint, dense.encoder.identity_key)
+    dense = ctx.dense()   # a SparseRetriever for retriever sparse (or hybrid with sparse)
+    collection_id = collection_id_for(ctx.dataset.name, ctx.fingerprint, dense.encoder.identity_key, dense.name)
     # One lock per (corpus, encoder identity): one build of the collection and of its cache rows.
-    with ctx.lock(f"dense:{collection_id}"):
+    with ctx.lock(f"{dense.name}:{collection_id}"):
         sharding = ctx.encode_in_shards(dense, collection_id) if ctx.spec.shards > 1 else None
         tracker = CorpusTracker(judged=ctx.judged)
         dense.prepare(ctx.dataset, ctx.fingerprint, tracker)

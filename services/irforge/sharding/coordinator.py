@@ -64,21 +64,24 @@ def _all_cached(dataset: BeirDataset, cache: EmbeddingCache, encoder_key: str) -
     texts = (document.full_text for document in dataset.corpus())
     for chunk in chunked((text for text in texts if text), CACHE_CHECK_CHUNK):
         hashes = [text_hash(text) for text in chunk]
-        if len(cache.get_many(encoder_key, TextRole.PASSAGE, hashes)) < len(set(hashes)):
+        if len(cache.get_many_blobs(encoder_key, TextRole.PASSAGE, hashes)) < len(set(hashes)):
             return False
     return True
 
 
 def encode_corpus_in_shards(dataset_dir: Path, encoder_spec: EncoderSpec, cache_path: Path, shard_count: int,
                             runner: ShardRunner, work_dir: Path, progress: ProgressFactory | None = None, *,
-                            encoder_key: str | None = None, cancel: threading.Event | None = None) -> ShardingReport:
+                            encoder_key: str | None = None, cancel: threading.Event | None = None,
+                            sparse: bool = False, max_active_dims: int | None = None) -> ShardingReport:
     """Encode every document of the corpus at `dataset_dir` into the embedding cache at `cache_path`.
 
     `work_dir` holds the shard outputs; with the Kubernetes runner it and `dataset_dir` must be
     on the volume the pods mount, at the same path. `encoder_key`: the identity key of the
     encoder the caller will index with (EncoderCore.identity_key / RemoteEncoder.identity_key);
     when given, a fully cached corpus runs nothing and a shard encoded under another key is
-    refused. Raises ShardFailed, ShardOutputError, ShardingCancelled, DataFormatError.
+    refused. `sparse`: `encoder_spec` names a SparseEncoder (SPLADE), keeping `max_active_dims`
+    weights; its vectors go into the cache as CachedSparseEncoding reads them.
+    Raises ShardFailed, ShardOutputError, ShardingCancelled, DataFormatError.
     """
     progress = progress or no_progress
     started = time.monotonic()
@@ -93,12 +96,12 @@ def encode_corpus_in_shards(dataset_dir: Path, encoder_spec: EncoderSpec, cache_
             report.all_cached = True
             report.seconds = {"total": round(time.monotonic() - started, 3)}
             return report
-        expected = expected_manifest(facts, encoder_spec)
+        expected = expected_manifest(facts, encoder_spec, sparse, max_active_dims)
         pending = [shard for shard in shards if not _complete(work_dir, shard, expected)]
         report.shards_reused = [shard.index for shard in shards if shard not in pending]
         report.seconds["plan"] = round(time.monotonic() - started, 3)
         if pending:
-            job = ShardJob(dataset_dir, work_dir, facts, tuple(shards), encoder_spec)
+            job = ShardJob(dataset_dir, work_dir, facts, tuple(shards), encoder_spec, sparse, max_active_dims)
             outcome = runner.run(job, pending, progress=progress, cancel=cancel)
             report.runner, report.attempts = outcome.runner, outcome.attempts
             report.shards_run = [shard.index for shard in pending]

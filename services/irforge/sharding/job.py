@@ -47,6 +47,8 @@ class ShardJob:
     facts: CorpusFacts
     shards: tuple[Shard, ...]
     encoder_spec: EncoderSpec
+    sparse: bool = False                    # a SparseEncoder (SPLADE): workers get --sparse
+    max_active_dims: int | None = None
 
     @property
     def shard_count(self) -> int:
@@ -56,8 +58,11 @@ class ShardJob:
     def job_id(self) -> str:
         """Stable for the same corpus bytes, plan, encoder and work folder: a restarted
         coordinator finds (and adopts) the run it started before."""
-        key = "\n".join([self.facts.fingerprint, str(self.shard_count), repr(sorted(vars(self.encoder_spec).items())),
-                         str(Path(self.work_dir).resolve())])
+        parts = [self.facts.fingerprint, str(self.shard_count), repr(sorted(vars(self.encoder_spec).items())),
+                 str(Path(self.work_dir).resolve())]
+        if self.sparse:  # dense jobs keep the ids they had
+            parts.append(f"sparse:{self.max_active_dims}")
+        key = "\n".join(parts)
         return hashlib.sha256(key.encode()).hexdigest()[:12]
 
     def worker_arguments(self, shard_index: int | None) -> list[str]:
@@ -67,7 +72,8 @@ class ShardJob:
                      f"--fingerprint={self.facts.fingerprint}"]
         if shard_index is not None:
             arguments.append(f"--shard-index={shard_index}")
-        return arguments + encoder_flags(self.encoder_spec)
+        sparse = ["--sparse"] + ([f"--max-active-dims={self.max_active_dims}"] if self.max_active_dims else []) if self.sparse else []
+        return arguments + encoder_flags(self.encoder_spec) + sparse
 
 
 @dataclass

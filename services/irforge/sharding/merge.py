@@ -4,7 +4,8 @@ Every shard of the plan is checked first (manifest present, same corpus bytes, d
 encoder and dimension across shards, data file intact, rows covering its range); only when all
 pass are vectors written, shard by shard, in bounded chunks, with EmbeddingCache.put_many — the
 same (encoder identity key, "passage", sha256 of Document.full_text) keys encode_with_cache reads,
-so the dense indexing step afterwards finds every document and encodes none.
+so the dense indexing step afterwards finds every document and encodes none. Sparse shards go in
+with EmbeddingCache.put_many_blobs, in the layout CachedSparseEncoding reads (their bytes as written).
 """
 
 from __future__ import annotations
@@ -17,10 +18,11 @@ from irforge.models.cache import EmbeddingCache
 from irforge.models.encoder import TextRole
 from irforge.pipeline.progress import ProgressFactory, no_progress
 from irforge.sharding.errors import ShardOutputError
-from irforge.sharding.output import manifest_problem, open_records, read_manifest, remove_stale_temporaries
+from irforge.sharding.output import manifest_problem, open_records, read_manifest, remove_stale_temporaries, terms_path
 from irforge.sharding.plan import Shard
 
 MERGE_CHUNK = 4096  # vectors per cache transaction: bounds memory and lock time
+SPARSE_TERM_BYTES = 8  # an int32 id and a float32 weight
 
 
 @dataclass(frozen=True)
@@ -76,20 +78,44 @@ def merge_shards(work_dir: Path, shards: list[Shard], expected: dict, cache: Emb
     """Verify every shard (check_shard_outputs), then put all their vectors into `cache`."""
     manifests = check_shard_outputs(work_dir, shards, expected, encoder_key)
     key, dimension = manifests[0]["encoder_key"], int(manifests[0]["dimension"])
+    sparse = manifests[0].get("kind") == "sparse"
     merged = empty = 0
     bar = progress("merge shards into the embedding cache", shards[-1].stop, "doc")
     try:
         for shard in shards:
-            records = open_records(work_dir, shard, dimension)
-            for start in range(0, shard.size, MERGE_CHUNK):
-                block = records[start:start + MERGE_CHUNK]
-                kept = block[block["encoded"]]
-                cache.put_many(key, TextRole.PASSAGE, [row.tobytes() for row in kept["text_hash"]], kept["vector"])
-                merged += len(kept)
-                empty += len(block) - len(kept)
-                bar.update(len(block))
+            records = open_records(work_dir, shard, dimension, sparse)
+            terms = open(terms_path(work_dir, shard), "rb") if sparse else None
+            try:
+                for start in range(0, shard.size, MERGE_CHUNK):
+                    block = records[start:start + MERGE_CHUNK]
+                    kept = block[block["encoded"]]
+                    hashes = [row.tobytes() for row in kept["text_hash"]]
+                    if sparse:
+                        cache.put_many_blobs(key, TextRole.PASSAGE, _sparse_rows(shard, terms, hashes, kept["terms"]))
+                    else:
+                        cache.put_many(key, TextRole.PASSAGE, hashes, kept["vector"])
+                    merged += len(kept)
+                    empty += len(block) - len(kept)
+                    bar.update(len(block))
+                if terms is not None and terms.read(1):
+                    raise ShardOutputError(f"{shard.describe()}: its sparse vectors file holds more than its records announce")
+            finally:
+                if terms is not None:
+                    terms.close()
             del records
     finally:
         bar.close()
     remove_stale_temporaries(work_dir, shards)
     return MergeResult(key, dimension, merged, empty)
+
+
+def _sparse_rows(shard: Shard, terms_file, hashes: list[bytes], counts) -> list[tuple[bytes, int, bytes]]:
+    """(text hash, terms, bytes) of the next len(hashes) vectors of a sparse shard's .terms file."""
+    rows = []
+    for text_hash, count in zip(hashes, counts, strict=True):
+        blob = terms_file.read(int(count) * SPARSE_TERM_BYTES)
+        if len(blob) != int(count) * SPARSE_TERM_BYTES:
+            raise ShardOutputError(f"{shard.describe()}: its sparse vectors file ends before the {int(count)} terms "
+                                   f"its records announce")
+        rows.append((text_hash, int(count), blob))
+    return rows

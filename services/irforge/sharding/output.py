@@ -8,6 +8,12 @@ memory map and read back the same way (bounded memory on both sides, whatever th
     encoded    bool      False for a document with neither title nor text (not encoded, like DenseRetriever)
     vector     float32[dimension]
 
+A sparse encoder's shard (manifest "kind": "sparse") holds `terms` (uint32, the vector's active
+terms) in place of `vector`, and the vectors themselves in `shard-<i>-of-<n>.terms`: for each
+encoded document in row order, its ids (int32 LE) then its weights (float32 LE), the embedding
+cache's own sparse layout (irforge.models.sparse_encoding.pack), so merging copies bytes. Their
+sizes are unknown before encoding, hence a second file, written and renamed before the .npy.
+
 Commit protocol (a shard is complete exactly when its manifest exists and matches its data):
 remove any old manifest, write the data to a temporary file and rename it into place, then
 write the manifest the same way. A worker killed at any point leaves either the previous
@@ -34,8 +40,15 @@ FORMAT = "irforge-shard/1"
 HASH_BYTES = 32
 
 
-def record_dtype(dimension: int) -> np.dtype:
+def record_dtype(dimension: int, sparse: bool = False) -> np.dtype:
+    if sparse:
+        return np.dtype([("text_hash", "u1", (HASH_BYTES,)), ("encoded", "?"), ("terms", "<u4")])
     return np.dtype([("text_hash", "u1", (HASH_BYTES,)), ("encoded", "?"), ("vector", "<f4", (dimension,))])
+
+
+def terms_path(work_dir: Path, shard: Shard) -> Path:
+    """A sparse shard's vectors (see the module notes)."""
+    return Path(work_dir) / f"{shard.name}.terms"
 
 
 def data_path(work_dir: Path, shard: Shard) -> Path:
@@ -61,7 +74,23 @@ def _fsync_dir(folder: Path) -> None:
 
 
 @contextmanager
-def shard_data_writer(work_dir: Path, shard: Shard, dimension: int) -> Iterator[np.ndarray]:
+def sparse_terms_writer(work_dir: Path, shard: Shard):
+    """Yield a binary file for a sparse shard's vectors; on success it is renamed into place.
+    Used inside shard_data_writer (which removed the manifest first), so it lands before the .npy."""
+    final = terms_path(work_dir, shard)
+    temporary = Path(work_dir) / f".{final.name}.{socket.gethostname()}-{os.getpid()}.tmp"
+    try:
+        with open(temporary, "wb") as handle:
+            yield handle
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, final)
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
+@contextmanager
+def shard_data_writer(work_dir: Path, shard: Shard, dimension: int, sparse: bool = False) -> Iterator[np.ndarray]:
     """Yield a writable record array of shard.size rows; on success it is renamed into place.
 
     Any old manifest of this shard is removed first, so a kill from here on leaves the shard
@@ -73,7 +102,7 @@ def shard_data_writer(work_dir: Path, shard: Shard, dimension: int) -> Iterator[
     final = data_path(work_dir, shard)
     # Unique per writer: two pods of the same index (Kubernetes may start one early) never share it.
     temporary = work_dir / f".{final.name}.{socket.gethostname()}-{os.getpid()}.tmp"
-    dtype = record_dtype(dimension)
+    dtype = record_dtype(dimension, sparse)
     try:
         if shard.size == 0:
             records = np.zeros(0, dtype=dtype)
@@ -97,6 +126,10 @@ def write_manifest(work_dir: Path, shard: Shard, manifest: dict) -> Path:
     """Commit the shard: the manifest records the data file's size and sha256."""
     path = manifest_path(work_dir, shard)
     data = data_path(work_dir, shard)
+    if manifest.get("kind") == "sparse":
+        terms = terms_path(work_dir, shard)
+        manifest = {**manifest, "terms_file": terms.name, "terms_bytes": terms.stat().st_size,
+                    "terms_sha256": file_sha256(terms)}
     manifest = {**manifest, "format": FORMAT, "shard": shard.as_dict(), "data_file": data.name,
                 "data_bytes": data.stat().st_size, "data_sha256": file_sha256(data),
                 "written_by": {"host": socket.gethostname(), "pid": os.getpid()},
@@ -143,17 +176,25 @@ def manifest_problem(manifest: dict, shard: Shard, expected: dict, work_dir: Pat
         return f"data file {data} has {data.stat().st_size} bytes, the manifest says {manifest.get('data_bytes')}"
     if check_hash and file_sha256(data) != manifest.get("data_sha256"):
         return f"data file {data} does not match the manifest's sha256 (corrupted or overwritten)"
+    if manifest.get("kind") == "sparse":
+        terms = terms_path(work_dir, shard)
+        if not terms.is_file():
+            return f"sparse vectors file {terms} is missing"
+        if terms.stat().st_size != manifest.get("terms_bytes"):
+            return f"sparse vectors file {terms} has {terms.stat().st_size} bytes, the manifest says {manifest.get('terms_bytes')}"
+        if check_hash and file_sha256(terms) != manifest.get("terms_sha256"):
+            return f"sparse vectors file {terms} does not match the manifest's sha256 (corrupted or overwritten)"
     return None
 
 
-def open_records(work_dir: Path, shard: Shard, dimension: int) -> np.ndarray:
+def open_records(work_dir: Path, shard: Shard, dimension: int, sparse: bool = False) -> np.ndarray:
     """The shard's records, memory-mapped read-only; checked against the plan and dimension."""
     path = data_path(work_dir, shard)
     try:
         records = np.load(path, mmap_mode="r", allow_pickle=False) if shard.size else np.load(path, allow_pickle=False)
     except (OSError, ValueError) as error:
         raise ShardOutputError(f"{shard.describe()}: cannot read {path}: {error}") from None
-    if records.dtype != record_dtype(dimension) or records.shape != (shard.size,):
+    if records.dtype != record_dtype(dimension, sparse) or records.shape != (shard.size,):
         raise ShardOutputError(f"{shard.describe()}: {path} holds {records.shape} records of {records.dtype}, "
                                f"expected ({shard.size},) of dimension {dimension}")
     return records
@@ -163,7 +204,8 @@ def remove_stale_temporaries(work_dir: Path, shards: list[Shard]) -> int:
     """Delete temporaries left by killed writers of these shards; how many were removed."""
     removed = 0
     for shard in shards:
-        for path in Path(work_dir).glob(f".{data_path(work_dir, shard).name}.*.tmp"):
-            path.unlink(missing_ok=True)
-            removed += 1
+        for final in (data_path(work_dir, shard), terms_path(work_dir, shard)):
+            for path in Path(work_dir).glob(f".{final.name}.*.tmp"):
+                path.unlink(missing_ok=True)
+                removed += 1
     return removed

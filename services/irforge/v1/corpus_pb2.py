@@ -25,15 +25,15 @@ _sym_db = _symbol_database.Default()
 from irforge.v1 import common_pb2 as irforge_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17irforge/v1/corpus.proto\x12\nirforge.v1\x1a\x17irforge/v1/common.proto\"B\n\x0cHnswSettings\x12\t\n\x01m\x18\x01 \x01(\x05\x12\x14\n\x0c\x65\x66_construct\x18\x02 \x01(\x05\x12\x11\n\tef_search\x18\x03 \x01(\x05\"\x98\x01\n\x1d\x43reateVectorCollectionRequest\x12\x15\n\rcollection_id\x18\x01 \x01(\t\x12\x11\n\tdimension\x18\x02 \x01(\x05\x12\x10\n\x08\x64istance\x18\x03 \x01(\t\x12\x13\n\x0b\x66ingerprint\x18\x04 \x01(\t\x12&\n\x04hnsw\x18\x05 \x01(\x0b\x32\x18.irforge.v1.HnswSettings\"3\n\x1aGetVectorCollectionRequest\x12\x15\n\rcollection_id\x18\x01 \x01(\t\"\xca\x01\n\x14VectorCollectionInfo\x12\x15\n\rcollection_id\x18\x01 \x01(\t\x12\x11\n\tdimension\x18\x02 \x01(\x05\x12\x10\n\x08\x64istance\x18\x03 \x01(\t\x12\x13\n\x0b\x66ingerprint\x18\x04 \x01(\t\x12&\n\x05state\x18\x05 \x01(\x0e\x32\x17.irforge.v1.CorpusState\x12\x13\n\x0bpoint_count\x18\x06 \x01(\x03\x12\x0f\n\x07\x62\x61\x63kend\x18\x07 \x01(\t\x12\x13\n\x0b\x63onfig_json\x18\x08 \x01(\t\"b\n\x14UpsertVectorsRequest\x12\x15\n\rcollection_id\x18\x01 \x01(\t\x12\x0f\n\x07\x64oc_ids\x18\x02 \x03(\t\x12\x11\n\tdimension\x18\x03 \x01(\x05\x12\x0f\n\x07vectors\x18\x04 \x01(\x0c\")\n\x15UpsertVectorsResponse\x12\x10\n\x08upserted\x18\x01 \x01(\x03\"}\n\x13VectorSearchRequest\x12\x15\n\rcollection_id\x18\x01 \x01(\t\x12\x11\n\tdimension\x18\x02 \x01(\x05\x12\x0f\n\x07vectors\x18\x03 \x01(\x0c\x12\x11\n\tquery_ids\x18\x04 \x03(\t\x12\t\n\x01k\x18\x05 \x01(\x05\x12\r\n\x05\x65xact\x18\x06 \x01(\x08\"%\n\x0c\x42m25Settings\x12\n\n\x02k1\x18\x01 \x01(\x01\x12\t\n\x01\x62\x18\x02 \x01(\x01\"e\n\x13\x43reateCorpusRequest\x12\x11\n\tcorpus_id\x18\x01 \x01(\t\x12\x13\n\x0b\x66ingerprint\x18\x02 \x01(\t\x12&\n\x04\x62m25\x18\x03 \x01(\x0b\x32\x18.irforge.v1.Bm25Settings\"\x9a\x01\n\nCorpusInfo\x12\x11\n\tcorpus_id\x18\x01 \x01(\t\x12\x13\n\x0b\x66ingerprint\x18\x02 \x01(\t\x12&\n\x05state\x18\x03 \x01(\x0e\x32\x17.irforge.v1.CorpusState\x12\x16\n\x0e\x64ocument_count\x18\x04 \x01(\x03\x12\x0f\n\x07\x62\x61\x63kend\x18\x05 \x01(\t\x12\x13\n\x0b\x63onfig_json\x18\x06 \x01(\t\"%\n\x10GetCorpusRequest\x12\x11\n\tcorpus_id\x18\x01 \x01(\t\"(\n\x13\x44\x65leteCorpusRequest\x12\x11\n\tcorpus_id\x18\x01 \x01(\t\"\'\n\x14\x44\x65leteCorpusResponse\x12\x0f\n\x07\x64\x65leted\x18\x01 \x01(\x08\"[\n\rIngestRequest\x12\x11\n\tcorpus_id\x18\x01 \x01(\t\x12\'\n\tdocuments\x18\x02 \x03(\x0b\x32\x14.irforge.v1.Document\x12\x0e\n\x06\x63ommit\x18\x03 \x01(\x08\"0\n\rDocumentError\x12\x0e\n\x06\x64oc_id\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\"\x81\x01\n\x0eIngestProgress\x12\x10\n\x08received\x18\x01 \x01(\x03\x12\x0f\n\x07indexed\x18\x02 \x01(\x03\x12\x0e\n\x06\x66\x61iled\x18\x03 \x01(\x03\x12)\n\x06\x65rrors\x18\x04 \x03(\x0b\x32\x19.irforge.v1.DocumentError\x12\x11\n\tcommitted\x18\x05 \x01(\x08\"O\n\rSearchRequest\x12\x11\n\tcorpus_id\x18\x01 \x01(\t\x12 \n\x05query\x18\x02 \x01(\x0b\x32\x11.irforge.v1.Query\x12\t\n\x01k\x18\x03 \x01(\x05\"L\n\x0eSearchResponse\x12\x10\n\x08query_id\x18\x01 \x01(\t\x12(\n\x04hits\x18\x02 \x03(\x0b\x32\x1a.irforge.v1.ScoredDocument\"V\n\x12\x42\x61tchSearchRequest\x12\x11\n\tcorpus_id\x18\x01 \x01(\t\x12\"\n\x07queries\x18\x02 \x03(\x0b\x32\x11.irforge.v1.Query\x12\t\n\x01k\x18\x03 \x01(\x05*[\n\x0b\x43orpusState\x12\x1c\n\x18\x43ORPUS_STATE_UNSPECIFIED\x10\x00\x12\x16\n\x12\x43ORPUS_STATE_EMPTY\x10\x01\x12\x16\n\x12\x43ORPUS_STATE_READY\x10\x02\x32\xe8\x07\n\x06\x43orpus\x12G\n\x0c\x43reateCorpus\x12\x1f.irforge.v1.CreateCorpusRequest\x1a\x16.irforge.v1.CorpusInfo\x12\x41\n\tGetCorpus\x12\x1c.irforge.v1.GetCorpusRequest\x1a\x16.irforge.v1.CorpusInfo\x12Q\n\x0c\x44\x65leteCorpus\x12\x1f.irforge.v1.DeleteCorpusRequest\x1a .irforge.v1.DeleteCorpusResponse\x12\x43\n\x06Ingest\x12\x19.irforge.v1.IngestRequest\x1a\x1a.irforge.v1.IngestProgress(\x01\x30\x01\x12?\n\x06Search\x12\x19.irforge.v1.SearchRequest\x1a\x1a.irforge.v1.SearchResponse\x12K\n\x0b\x42\x61tchSearch\x12\x1e.irforge.v1.BatchSearchRequest\x1a\x1a.irforge.v1.SearchResponse0\x01\x12\x65\n\x16\x43reateVectorCollection\x12).irforge.v1.CreateVectorCollectionRequest\x1a .irforge.v1.VectorCollectionInfo\x12_\n\x13GetVectorCollection\x12&.irforge.v1.GetVectorCollectionRequest\x1a .irforge.v1.VectorCollectionInfo\x12\x62\n\x16\x44\x65leteVectorCollection\x12&.irforge.v1.GetVectorCollectionRequest\x1a .irforge.v1.DeleteCorpusResponse\x12V\n\rUpsertVectors\x12 .irforge.v1.UpsertVectorsRequest\x1a!.irforge.v1.UpsertVectorsResponse(\x01\x12Y\n\rCommitVectors\x12&.irforge.v1.GetVectorCollectionRequest\x1a .irforge.v1.VectorCollectionInfo\x12M\n\x0cVectorSearch\x12\x1f.irforge.v1.VectorSearchRequest\x1a\x1a.irforge.v1.SearchResponse0\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17irforge/v1/corpus.proto\x12\nirforge.v1\x1a\x17irforge/v1/common.proto\"B\n\x0cHnswSettings\x12\t\n\x01m\x18\x01 \x01(\x05\x12\x14\n\x0c\x65\x66_construct\x18\x02 \x01(\x05\x12\x11\n\tef_search\x18\x03 \x01(\x05\"\x98\x01\n\x1d\x43reateVectorCollectionRequest\x12\x15\n\rcollection_id\x18\x01 \x01(\t\x12\x11\n\tdimension\x18\x02 \x01(\x05\x12\x10\n\x08\x64istance\x18\x03 \x01(\t\x12\x13\n\x0b\x66ingerprint\x18\x04 \x01(\t\x12&\n\x04hnsw\x18\x05 \x01(\x0b\x32\x18.irforge.v1.HnswSettings\"3\n\x1aGetVectorCollectionRequest\x12\x15\n\rcollection_id\x18\x01 \x01(\t\"\xca\x01\n\x14VectorCollectionInfo\x12\x15\n\rcollection_id\x18\x01 \x01(\t\x12\x11\n\tdimension\x18\x02 \x01(\x05\x12\x10\n\x08\x64istance\x18\x03 \x01(\t\x12\x13\n\x0b\x66ingerprint\x18\x04 \x01(\t\x12&\n\x05state\x18\x05 \x01(\x0e\x32\x17.irforge.v1.CorpusState\x12\x13\n\x0bpoint_count\x18\x06 \x01(\x03\x12\x0f\n\x07\x62\x61\x63kend\x18\x07 \x01(\t\x12\x13\n\x0b\x63onfig_json\x18\x08 \x01(\t\"b\n\x14UpsertVectorsRequest\x12\x15\n\rcollection_id\x18\x01 \x01(\t\x12\x0f\n\x07\x64oc_ids\x18\x02 \x03(\t\x12\x11\n\tdimension\x18\x03 \x01(\x05\x12\x0f\n\x07vectors\x18\x04 \x01(\x0c\")\n\x15UpsertVectorsResponse\x12\x10\n\x08upserted\x18\x01 \x01(\x03\"}\n\x13VectorSearchRequest\x12\x15\n\rcollection_id\x18\x01 \x01(\t\x12\x11\n\tdimension\x18\x02 \x01(\x05\x12\x0f\n\x07vectors\x18\x03 \x01(\x0c\x12\x11\n\tquery_ids\x18\x04 \x03(\t\x12\t\n\x01k\x18\x05 \x01(\x05\x12\r\n\x05\x65xact\x18\x06 \x01(\x08\"_\n\x1d\x43reateSparseCollectionRequest\x12\x15\n\rcollection_id\x18\x01 \x01(\t\x12\x12\n\nvocabulary\x18\x02 \x01(\x05\x12\x13\n\x0b\x66ingerprint\x18\x03 \x01(\t\"p\n\x1aUpsertSparseVectorsRequest\x12\x15\n\rcollection_id\x18\x01 \x01(\t\x12\x0f\n\x07\x64oc_ids\x18\x02 \x03(\t\x12*\n\x07vectors\x18\x03 \x01(\x0b\x32\x19.irforge.v1.SparseVectors\"v\n\x13SparseSearchRequest\x12\x15\n\rcollection_id\x18\x01 \x01(\t\x12\x11\n\tquery_ids\x18\x02 \x03(\t\x12*\n\x07vectors\x18\x03 \x01(\x0b\x32\x19.irforge.v1.SparseVectors\x12\t\n\x01k\x18\x04 \x01(\x05\"%\n\x0c\x42m25Settings\x12\n\n\x02k1\x18\x01 \x01(\x01\x12\t\n\x01\x62\x18\x02 \x01(\x01\"e\n\x13\x43reateCorpusRequest\x12\x11\n\tcorpus_id\x18\x01 \x01(\t\x12\x13\n\x0b\x66ingerprint\x18\x02 \x01(\t\x12&\n\x04\x62m25\x18\x03 \x01(\x0b\x32\x18.irforge.v1.Bm25Settings\"\x9a\x01\n\nCorpusInfo\x12\x11\n\tcorpus_id\x18\x01 \x01(\t\x12\x13\n\x0b\x66ingerprint\x18\x02 \x01(\t\x12&\n\x05state\x18\x03 \x01(\x0e\x32\x17.irforge.v1.CorpusState\x12\x16\n\x0e\x64ocument_count\x18\x04 \x01(\x03\x12\x0f\n\x07\x62\x61\x63kend\x18\x05 \x01(\t\x12\x13\n\x0b\x63onfig_json\x18\x06 \x01(\t\"%\n\x10GetCorpusRequest\x12\x11\n\tcorpus_id\x18\x01 \x01(\t\"(\n\x13\x44\x65leteCorpusRequest\x12\x11\n\tcorpus_id\x18\x01 \x01(\t\"\'\n\x14\x44\x65leteCorpusResponse\x12\x0f\n\x07\x64\x65leted\x18\x01 \x01(\x08\"[\n\rIngestRequest\x12\x11\n\tcorpus_id\x18\x01 \x01(\t\x12\'\n\tdocuments\x18\x02 \x03(\x0b\x32\x14.irforge.v1.Document\x12\x0e\n\x06\x63ommit\x18\x03 \x01(\x08\"0\n\rDocumentError\x12\x0e\n\x06\x64oc_id\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\"\x81\x01\n\x0eIngestProgress\x12\x10\n\x08received\x18\x01 \x01(\x03\x12\x0f\n\x07indexed\x18\x02 \x01(\x03\x12\x0e\n\x06\x66\x61iled\x18\x03 \x01(\x03\x12)\n\x06\x65rrors\x18\x04 \x03(\x0b\x32\x19.irforge.v1.DocumentError\x12\x11\n\tcommitted\x18\x05 \x01(\x08\"O\n\rSearchRequest\x12\x11\n\tcorpus_id\x18\x01 \x01(\t\x12 \n\x05query\x18\x02 \x01(\x0b\x32\x11.irforge.v1.Query\x12\t\n\x01k\x18\x03 \x01(\x05\"L\n\x0eSearchResponse\x12\x10\n\x08query_id\x18\x01 \x01(\t\x12(\n\x04hits\x18\x02 \x03(\x0b\x32\x1a.irforge.v1.ScoredDocument\"V\n\x12\x42\x61tchSearchRequest\x12\x11\n\tcorpus_id\x18\x01 \x01(\t\x12\"\n\x07queries\x18\x02 \x03(\x0b\x32\x11.irforge.v1.Query\x12\t\n\x01k\x18\x03 \x01(\x05*[\n\x0b\x43orpusState\x12\x1c\n\x18\x43ORPUS_STATE_UNSPECIFIED\x10\x00\x12\x16\n\x12\x43ORPUS_STATE_EMPTY\x10\x01\x12\x16\n\x12\x43ORPUS_STATE_READY\x10\x02\x32\x82\n\n\x06\x43orpus\x12G\n\x0c\x43reateCorpus\x12\x1f.irforge.v1.CreateCorpusRequest\x1a\x16.irforge.v1.CorpusInfo\x12\x41\n\tGetCorpus\x12\x1c.irforge.v1.GetCorpusRequest\x1a\x16.irforge.v1.CorpusInfo\x12Q\n\x0c\x44\x65leteCorpus\x12\x1f.irforge.v1.DeleteCorpusRequest\x1a .irforge.v1.DeleteCorpusResponse\x12\x43\n\x06Ingest\x12\x19.irforge.v1.IngestRequest\x1a\x1a.irforge.v1.IngestProgress(\x01\x30\x01\x12?\n\x06Search\x12\x19.irforge.v1.SearchRequest\x1a\x1a.irforge.v1.SearchResponse\x12K\n\x0b\x42\x61tchSearch\x12\x1e.irforge.v1.BatchSearchRequest\x1a\x1a.irforge.v1.SearchResponse0\x01\x12\x65\n\x16\x43reateVectorCollection\x12).irforge.v1.CreateVectorCollectionRequest\x1a .irforge.v1.VectorCollectionInfo\x12_\n\x13GetVectorCollection\x12&.irforge.v1.GetVectorCollectionRequest\x1a .irforge.v1.VectorCollectionInfo\x12\x62\n\x16\x44\x65leteVectorCollection\x12&.irforge.v1.GetVectorCollectionRequest\x1a .irforge.v1.DeleteCorpusResponse\x12V\n\rUpsertVectors\x12 .irforge.v1.UpsertVectorsRequest\x1a!.irforge.v1.UpsertVectorsResponse(\x01\x12Y\n\rCommitVectors\x12&.irforge.v1.GetVectorCollectionRequest\x1a .irforge.v1.VectorCollectionInfo\x12M\n\x0cVectorSearch\x12\x1f.irforge.v1.VectorSearchRequest\x1a\x1a.irforge.v1.SearchResponse0\x01\x12\x65\n\x16\x43reateSparseCollection\x12).irforge.v1.CreateSparseCollectionRequest\x1a .irforge.v1.VectorCollectionInfo\x12\x62\n\x13UpsertSparseVectors\x12&.irforge.v1.UpsertSparseVectorsRequest\x1a!.irforge.v1.UpsertVectorsResponse(\x01\x12M\n\x0cSparseSearch\x12\x1f.irforge.v1.SparseSearchRequest\x1a\x1a.irforge.v1.SearchResponse0\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'irforge.v1.corpus_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_CORPUSSTATE']._serialized_start=1758
-  _globals['_CORPUSSTATE']._serialized_end=1849
+  _globals['_CORPUSSTATE']._serialized_start=2089
+  _globals['_CORPUSSTATE']._serialized_end=2180
   _globals['_HNSWSETTINGS']._serialized_start=64
   _globals['_HNSWSETTINGS']._serialized_end=130
   _globals['_CREATEVECTORCOLLECTIONREQUEST']._serialized_start=133
@@ -48,30 +48,36 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_UPSERTVECTORSRESPONSE']._serialized_end=686
   _globals['_VECTORSEARCHREQUEST']._serialized_start=688
   _globals['_VECTORSEARCHREQUEST']._serialized_end=813
-  _globals['_BM25SETTINGS']._serialized_start=815
-  _globals['_BM25SETTINGS']._serialized_end=852
-  _globals['_CREATECORPUSREQUEST']._serialized_start=854
-  _globals['_CREATECORPUSREQUEST']._serialized_end=955
-  _globals['_CORPUSINFO']._serialized_start=958
-  _globals['_CORPUSINFO']._serialized_end=1112
-  _globals['_GETCORPUSREQUEST']._serialized_start=1114
-  _globals['_GETCORPUSREQUEST']._serialized_end=1151
-  _globals['_DELETECORPUSREQUEST']._serialized_start=1153
-  _globals['_DELETECORPUSREQUEST']._serialized_end=1193
-  _globals['_DELETECORPUSRESPONSE']._serialized_start=1195
-  _globals['_DELETECORPUSRESPONSE']._serialized_end=1234
-  _globals['_INGESTREQUEST']._serialized_start=1236
-  _globals['_INGESTREQUEST']._serialized_end=1327
-  _globals['_DOCUMENTERROR']._serialized_start=1329
-  _globals['_DOCUMENTERROR']._serialized_end=1377
-  _globals['_INGESTPROGRESS']._serialized_start=1380
-  _globals['_INGESTPROGRESS']._serialized_end=1509
-  _globals['_SEARCHREQUEST']._serialized_start=1511
-  _globals['_SEARCHREQUEST']._serialized_end=1590
-  _globals['_SEARCHRESPONSE']._serialized_start=1592
-  _globals['_SEARCHRESPONSE']._serialized_end=1668
-  _globals['_BATCHSEARCHREQUEST']._serialized_start=1670
-  _globals['_BATCHSEARCHREQUEST']._serialized_end=1756
-  _globals['_CORPUS']._serialized_start=1852
-  _globals['_CORPUS']._serialized_end=2852
+  _globals['_CREATESPARSECOLLECTIONREQUEST']._serialized_start=815
+  _globals['_CREATESPARSECOLLECTIONREQUEST']._serialized_end=910
+  _globals['_UPSERTSPARSEVECTORSREQUEST']._serialized_start=912
+  _globals['_UPSERTSPARSEVECTORSREQUEST']._serialized_end=1024
+  _globals['_SPARSESEARCHREQUEST']._serialized_start=1026
+  _globals['_SPARSESEARCHREQUEST']._serialized_end=1144
+  _globals['_BM25SETTINGS']._serialized_start=1146
+  _globals['_BM25SETTINGS']._serialized_end=1183
+  _globals['_CREATECORPUSREQUEST']._serialized_start=1185
+  _globals['_CREATECORPUSREQUEST']._serialized_end=1286
+  _globals['_CORPUSINFO']._serialized_start=1289
+  _globals['_CORPUSINFO']._serialized_end=1443
+  _globals['_GETCORPUSREQUEST']._serialized_start=1445
+  _globals['_GETCORPUSREQUEST']._serialized_end=1482
+  _globals['_DELETECORPUSREQUEST']._serialized_start=1484
+  _globals['_DELETECORPUSREQUEST']._serialized_end=1524
+  _globals['_DELETECORPUSRESPONSE']._serialized_start=1526
+  _globals['_DELETECORPUSRESPONSE']._serialized_end=1565
+  _globals['_INGESTREQUEST']._serialized_start=1567
+  _globals['_INGESTREQUEST']._serialized_end=1658
+  _globals['_DOCUMENTERROR']._serialized_start=1660
+  _globals['_DOCUMENTERROR']._serialized_end=1708
+  _globals['_INGESTPROGRESS']._serialized_start=1711
+  _globals['_INGESTPROGRESS']._serialized_end=1840
+  _globals['_SEARCHREQUEST']._serialized_start=1842
+  _globals['_SEARCHREQUEST']._serialized_end=1921
+  _globals['_SEARCHRESPONSE']._serialized_start=1923
+  _globals['_SEARCHRESPONSE']._serialized_end=1999
+  _globals['_BATCHSEARCHREQUEST']._serialized_start=2001
+  _globals['_BATCHSEARCHREQUEST']._serialized_end=2087
+  _globals['_CORPUS']._serialized_start=2183
+  _globals['_CORPUS']._serialized_end=3465
 # @@protoc_insertion_point(module_scope)

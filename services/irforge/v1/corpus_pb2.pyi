@@ -101,6 +101,38 @@ class VectorSearchRequest(_message.Message):
     exact: bool
     def __init__(self, collection_id: _Optional[str] = ..., dimension: _Optional[int] = ..., vectors: _Optional[bytes] = ..., query_ids: _Optional[_Iterable[str]] = ..., k: _Optional[int] = ..., exact: _Optional[bool] = ...) -> None: ...
 
+class CreateSparseCollectionRequest(_message.Message):
+    __slots__ = ("collection_id", "vocabulary", "fingerprint")
+    COLLECTION_ID_FIELD_NUMBER: _ClassVar[int]
+    VOCABULARY_FIELD_NUMBER: _ClassVar[int]
+    FINGERPRINT_FIELD_NUMBER: _ClassVar[int]
+    collection_id: str
+    vocabulary: int
+    fingerprint: str
+    def __init__(self, collection_id: _Optional[str] = ..., vocabulary: _Optional[int] = ..., fingerprint: _Optional[str] = ...) -> None: ...
+
+class UpsertSparseVectorsRequest(_message.Message):
+    __slots__ = ("collection_id", "doc_ids", "vectors")
+    COLLECTION_ID_FIELD_NUMBER: _ClassVar[int]
+    DOC_IDS_FIELD_NUMBER: _ClassVar[int]
+    VECTORS_FIELD_NUMBER: _ClassVar[int]
+    collection_id: str
+    doc_ids: _containers.RepeatedScalarFieldContainer[str]
+    vectors: _common_pb2.SparseVectors
+    def __init__(self, collection_id: _Optional[str] = ..., doc_ids: _Optional[_Iterable[str]] = ..., vectors: _Optional[_Union[_common_pb2.SparseVectors, _Mapping]] = ...) -> None: ...
+
+class SparseSearchRequest(_message.Message):
+    __slots__ = ("collection_id", "query_ids", "vectors", "k")
+    COLLECTION_ID_FIELD_NUMBER: _ClassVar[int]
+    QUERY_IDS_FIELD_NUMBER: _ClassVar[int]
+    VECTORS_FIELD_NUMBER: _ClassVar[int]
+    K_FIELD_NUMBER: _ClassVar[int]
+    collection_id: str
+    query_ids: _containers.RepeatedScalarFieldContainer[str]
+    vectors: _common_pb2.SparseVectors
+    k: int
+    def __init__(self, collection_id: _Optional[str] = ..., query_ids: _Optional[_Iterable[str]] = ..., vectors: _Optional[_Union[_common_pb2.SparseVectors, _Mapping]] = ..., k: _Optional[int] = ...) -> None: ...
+
 class Bm25Settings(_message.Message):
     __slots__ = ("k1", "b")
     K1_FIELD_NUMBER: _ClassVar[int]

@@ -94,6 +94,21 @@ class CorpusStub:
                 request_serializer=irforge_dot_v1_dot_corpus__pb2.VectorSearchRequest.SerializeToString,
                 response_deserializer=irforge_dot_v1_dot_corpus__pb2.SearchResponse.FromString,
                 _registered_method=True)
+        self.CreateSparseCollection = channel.unary_unary(
+                '/irforge.v1.Corpus/CreateSparseCollection',
+                request_serializer=irforge_dot_v1_dot_corpus__pb2.CreateSparseCollectionRequest.SerializeToString,
+                response_deserializer=irforge_dot_v1_dot_corpus__pb2.VectorCollectionInfo.FromString,
+                _registered_method=True)
+        self.UpsertSparseVectors = channel.stream_unary(
+                '/irforge.v1.Corpus/UpsertSparseVectors',
+                request_serializer=irforge_dot_v1_dot_corpus__pb2.UpsertSparseVectorsRequest.SerializeToString,
+                response_deserializer=irforge_dot_v1_dot_corpus__pb2.UpsertVectorsResponse.FromString,
+                _registered_method=True)
+        self.SparseSearch = channel.unary_stream(
+                '/irforge.v1.Corpus/SparseSearch',
+                request_serializer=irforge_dot_v1_dot_corpus__pb2.SparseSearchRequest.SerializeToString,
+                response_deserializer=irforge_dot_v1_dot_corpus__pb2.SearchResponse.FromString,
+                _registered_method=True)
 
 
 class CorpusServicer:
@@ -182,6 +197,28 @@ class CorpusServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CreateSparseCollection(self, request, context):
+        """Sparse collections (learned sparse vectors such as SPLADE's, scored by exact dot product):
+        GetVectorCollection, DeleteVectorCollection and CommitVectors serve them as dense ones.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UpsertSparseVectors(self, request_iterator, context):
+        """Client-streaming, as UpsertVectors.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SparseSearch(self, request, context):
+        """One response per query vector, streamed in order; only documents sharing a term score.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_CorpusServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -243,6 +280,21 @@ def add_CorpusServicer_to_server(servicer, server):
             'VectorSearch': grpc.unary_stream_rpc_method_handler(
                     servicer.VectorSearch,
                     request_deserializer=irforge_dot_v1_dot_corpus__pb2.VectorSearchRequest.FromString,
+                    response_serializer=irforge_dot_v1_dot_corpus__pb2.SearchResponse.SerializeToString,
+            ),
+            'CreateSparseCollection': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateSparseCollection,
+                    request_deserializer=irforge_dot_v1_dot_corpus__pb2.CreateSparseCollectionRequest.FromString,
+                    response_serializer=irforge_dot_v1_dot_corpus__pb2.VectorCollectionInfo.SerializeToString,
+            ),
+            'UpsertSparseVectors': grpc.stream_unary_rpc_method_handler(
+                    servicer.UpsertSparseVectors,
+                    request_deserializer=irforge_dot_v1_dot_corpus__pb2.UpsertSparseVectorsRequest.FromString,
+                    response_serializer=irforge_dot_v1_dot_corpus__pb2.UpsertVectorsResponse.SerializeToString,
+            ),
+            'SparseSearch': grpc.unary_stream_rpc_method_handler(
+                    servicer.SparseSearch,
+                    request_deserializer=irforge_dot_v1_dot_corpus__pb2.SparseSearchRequest.FromString,
                     response_serializer=irforge_dot_v1_dot_corpus__pb2.SearchResponse.SerializeToString,
             ),
     }
@@ -569,6 +621,87 @@ class Corpus:
             target,
             '/irforge.v1.Corpus/VectorSearch',
             irforge_dot_v1_dot_corpus__pb2.VectorSearchRequest.SerializeToString,
+            irforge_dot_v1_dot_corpus__pb2.SearchResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CreateSparseCollection(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/irforge.v1.Corpus/CreateSparseCollection',
+            irforge_dot_v1_dot_corpus__pb2.CreateSparseCollectionRequest.SerializeToString,
+            irforge_dot_v1_dot_corpus__pb2.VectorCollectionInfo.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UpsertSparseVectors(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_unary(
+            request_iterator,
+            target,
+            '/irforge.v1.Corpus/UpsertSparseVectors',
+            irforge_dot_v1_dot_corpus__pb2.UpsertSparseVectorsRequest.SerializeToString,
+            irforge_dot_v1_dot_corpus__pb2.UpsertVectorsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SparseSearch(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/irforge.v1.Corpus/SparseSearch',
+            irforge_dot_v1_dot_corpus__pb2.SparseSearchRequest.SerializeToString,
             irforge_dot_v1_dot_corpus__pb2.SearchResponse.FromString,
             options,
             channel_credentials,

@@ -22,25 +22,26 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from irforge.v1 import common_pb2 as irforge_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17irforge/v1/models.proto\x12\nirforge.v1\"Q\n\rEncodeRequest\x12\r\n\x05model\x18\x01 \x01(\t\x12\r\n\x05texts\x18\x02 \x03(\t\x12\"\n\x04role\x18\x03 \x01(\x0e\x32\x14.irforge.v1.TextRole\"C\n\x0e\x45ncodeResponse\x12\r\n\x05\x63ount\x18\x01 \x01(\x05\x12\x11\n\tdimension\x18\x02 \x01(\x05\x12\x0f\n\x07vectors\x18\x03 \x01(\x0c\"%\n\x14\x44\x65scribeModelRequest\x12\r\n\x05model\x18\x01 \x01(\t\"]\n\x10ModelDescription\x12\r\n\x05model\x18\x01 \x01(\t\x12\x11\n\tdimension\x18\x02 \x01(\x05\x12\x10\n\x08\x64istance\x18\x03 \x01(\t\x12\x15\n\ridentity_json\x18\x04 \x01(\t*Q\n\x08TextRole\x12\x19\n\x15TEXT_ROLE_UNSPECIFIED\x10\x00\x12\x13\n\x0fTEXT_ROLE_QUERY\x10\x01\x12\x15\n\x11TEXT_ROLE_PASSAGE\x10\x02\x32\x9b\x01\n\x07\x45ncoder\x12?\n\x06\x45ncode\x12\x19.irforge.v1.EncodeRequest\x1a\x1a.irforge.v1.EncodeResponse\x12O\n\rDescribeModel\x12 .irforge.v1.DescribeModelRequest\x1a\x1c.irforge.v1.ModelDescriptionb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17irforge/v1/models.proto\x12\nirforge.v1\x1a\x17irforge/v1/common.proto\"Q\n\rEncodeRequest\x12\r\n\x05model\x18\x01 \x01(\t\x12\r\n\x05texts\x18\x02 \x03(\t\x12\"\n\x04role\x18\x03 \x01(\x0e\x32\x14.irforge.v1.TextRole\"n\n\x0e\x45ncodeResponse\x12\r\n\x05\x63ount\x18\x01 \x01(\x05\x12\x11\n\tdimension\x18\x02 \x01(\x05\x12\x0f\n\x07vectors\x18\x03 \x01(\x0c\x12)\n\x06sparse\x18\x04 \x01(\x0b\x32\x19.irforge.v1.SparseVectors\"%\n\x14\x44\x65scribeModelRequest\x12\r\n\x05model\x18\x01 \x01(\t\"k\n\x10ModelDescription\x12\r\n\x05model\x18\x01 \x01(\t\x12\x11\n\tdimension\x18\x02 \x01(\x05\x12\x10\n\x08\x64istance\x18\x03 \x01(\t\x12\x15\n\ridentity_json\x18\x04 \x01(\t\x12\x0c\n\x04kind\x18\x05 \x01(\t*Q\n\x08TextRole\x12\x19\n\x15TEXT_ROLE_UNSPECIFIED\x10\x00\x12\x13\n\x0fTEXT_ROLE_QUERY\x10\x01\x12\x15\n\x11TEXT_ROLE_PASSAGE\x10\x02\x32\x9b\x01\n\x07\x45ncoder\x12?\n\x06\x45ncode\x12\x19.irforge.v1.EncodeRequest\x1a\x1a.irforge.v1.EncodeResponse\x12O\n\rDescribeModel\x12 .irforge.v1.DescribeModelRequest\x1a\x1c.irforge.v1.ModelDescriptionb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'irforge.v1.models_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_TEXTROLE']._serialized_start=325
-  _globals['_TEXTROLE']._serialized_end=406
-  _globals['_ENCODEREQUEST']._serialized_start=39
-  _globals['_ENCODEREQUEST']._serialized_end=120
-  _globals['_ENCODERESPONSE']._serialized_start=122
-  _globals['_ENCODERESPONSE']._serialized_end=189
-  _globals['_DESCRIBEMODELREQUEST']._serialized_start=191
-  _globals['_DESCRIBEMODELREQUEST']._serialized_end=228
-  _globals['_MODELDESCRIPTION']._serialized_start=230
-  _globals['_MODELDESCRIPTION']._serialized_end=323
-  _globals['_ENCODER']._serialized_start=409
-  _globals['_ENCODER']._serialized_end=564
+  _globals['_TEXTROLE']._serialized_start=407
+  _globals['_TEXTROLE']._serialized_end=488
+  _globals['_ENCODEREQUEST']._serialized_start=64
+  _globals['_ENCODEREQUEST']._serialized_end=145
+  _globals['_ENCODERESPONSE']._serialized_start=147
+  _globals['_ENCODERESPONSE']._serialized_end=257
+  _globals['_DESCRIBEMODELREQUEST']._serialized_start=259
+  _globals['_DESCRIBEMODELREQUEST']._serialized_end=296
+  _globals['_MODELDESCRIPTION']._serialized_start=298
+  _globals['_MODELDESCRIPTION']._serialized_end=405
+  _globals['_ENCODER']._serialized_start=491
+  _globals['_ENCODER']._serialized_end=646
 # @@protoc_insertion_point(module_scope)

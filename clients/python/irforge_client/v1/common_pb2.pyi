@@ -1,5 +1,7 @@
+from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable
 from typing import ClassVar as _ClassVar, Optional as _Optional
 
 DESCRIPTOR: _descriptor.FileDescriptor
@@ -51,3 +53,13 @@ class Document(_message.Message):
     text: str
     metadata_json: str
     def __init__(self, doc_id: _Optional[str] = ..., title: _Optional[str] = ..., text: _Optional[str] = ..., metadata_json: _Optional[str] = ...) -> None: ...
+
+class SparseVectors(_message.Message):
+    __slots__ = ("terms", "indices", "weights")
+    TERMS_FIELD_NUMBER: _ClassVar[int]
+    INDICES_FIELD_NUMBER: _ClassVar[int]
+    WEIGHTS_FIELD_NUMBER: _ClassVar[int]
+    terms: _containers.RepeatedScalarFieldContainer[int]
+    indices: bytes
+    weights: bytes
+    def __init__(self, terms: _Optional[_Iterable[int]] = ..., indices: _Optional[bytes] = ..., weights: _Optional[bytes] = ...) -> None: ...

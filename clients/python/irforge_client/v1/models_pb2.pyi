@@ -1,8 +1,9 @@
+from irforge_client.v1 import common_pb2 as _common_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
-from collections.abc import Iterable as _Iterable
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
 from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
@@ -27,14 +28,16 @@ class EncodeRequest(_message.Message):
     def __init__(self, model: _Optional[str] = ..., texts: _Optional[_Iterable[str]] = ..., role: _Optional[_Union[TextRole, str]] = ...) -> None: ...
 
 class EncodeResponse(_message.Message):
-    __slots__ = ("count", "dimension", "vectors")
+    __slots__ = ("count", "dimension", "vectors", "sparse")
     COUNT_FIELD_NUMBER: _ClassVar[int]
     DIMENSION_FIELD_NUMBER: _ClassVar[int]
     VECTORS_FIELD_NUMBER: _ClassVar[int]
+    SPARSE_FIELD_NUMBER: _ClassVar[int]
     count: int
     dimension: int
     vectors: bytes
-    def __init__(self, count: _Optional[int] = ..., dimension: _Optional[int] = ..., vectors: _Optional[bytes] = ...) -> None: ...
+    sparse: _common_pb2.SparseVectors
+    def __init__(self, count: _Optional[int] = ..., dimension: _Optional[int] = ..., vectors: _Optional[bytes] = ..., sparse: _Optional[_Union[_common_pb2.SparseVectors, _Mapping]] = ...) -> None: ...
 
 class DescribeModelRequest(_message.Message):
     __slots__ = ("model",)
@@ -43,13 +46,15 @@ class DescribeModelRequest(_message.Message):
     def __init__(self, model: _Optional[str] = ...) -> None: ...
 
 class ModelDescription(_message.Message):
-    __slots__ = ("model", "dimension", "distance", "identity_json")
+    __slots__ = ("model", "dimension", "distance", "identity_json", "kind")
     MODEL_FIELD_NUMBER: _ClassVar[int]
     DIMENSION_FIELD_NUMBER: _ClassVar[int]
     DISTANCE_FIELD_NUMBER: _ClassVar[int]
     IDENTITY_JSON_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
     model: str
     dimension: int
     distance: str
     identity_json: str
-    def __init__(self, model: _Optional[str] = ..., dimension: _Optional[int] = ..., distance: _Optional[str] = ..., identity_json: _Optional[str] = ...) -> None: ...
+    kind: str
+    def __init__(self, model: _Optional[str] = ..., dimension: _Optional[int] = ..., distance: _Optional[str] = ..., identity_json: _Optional[str] = ..., kind: _Optional[str] = ...) -> None: ...

@@ -45,14 +45,16 @@ class DenseParameters(_message.Message):
     def __init__(self, model: _Optional[str] = ..., search: _Optional[str] = ..., hnsw_m: _Optional[int] = ..., hnsw_ef_construct: _Optional[int] = ..., hnsw_ef: _Optional[int] = ...) -> None: ...
 
 class FusionParameters(_message.Message):
-    __slots__ = ("method", "rrf_k", "weights")
+    __slots__ = ("method", "rrf_k", "weights", "hybrid_with")
     METHOD_FIELD_NUMBER: _ClassVar[int]
     RRF_K_FIELD_NUMBER: _ClassVar[int]
     WEIGHTS_FIELD_NUMBER: _ClassVar[int]
+    HYBRID_WITH_FIELD_NUMBER: _ClassVar[int]
     method: str
     rrf_k: float
     weights: _containers.RepeatedScalarFieldContainer[float]
-    def __init__(self, method: _Optional[str] = ..., rrf_k: _Optional[float] = ..., weights: _Optional[_Iterable[float]] = ...) -> None: ...
+    hybrid_with: str
+    def __init__(self, method: _Optional[str] = ..., rrf_k: _Optional[float] = ..., weights: _Optional[_Iterable[float]] = ..., hybrid_with: _Optional[str] = ...) -> None: ...
 
 class RerankerSpec(_message.Message):
     __slots__ = ("model", "endpoint", "depth")

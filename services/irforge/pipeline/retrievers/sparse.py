@@ -14,9 +14,6 @@ class SparseRetriever(DenseRetriever):
     name = "sparse"
 
     def __init__(self, corpus, encoder, cache, progress, *, encoder_location: str = "in-process"):
-        if not hasattr(corpus, "create_sparse_collection"):
-            raise ValueError("sparse retrieval needs the in-process corpus service: the gRPC Corpus API "
-                             "carries dense vectors only (drop --server/--corpus-server)")
         super().__init__(corpus, encoder, cache, progress, exact=True, encoder_location=encoder_location)
         self._query_terms: list[int] = []
 
