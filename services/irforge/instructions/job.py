@@ -27,6 +27,7 @@ from irforge.instructions.collection import InstructionCollection, open_instruct
 from irforge.instructions.queries import InstructionTemplate, mode_queries
 from irforge.pipeline.eval_job import VERSIONED_PACKAGES, EvaluatorClient
 from irforge.pipeline.retrievers import CorpusTracker, Retriever
+from irforge.ranking import Ranking, plain_run
 
 DEFAULT_INSTRUCTION_MEASURES = ("nDCG@10",)
 DEFINITIONS = {
@@ -79,7 +80,7 @@ def dimension_counts(before: dict, after: dict) -> dict:
 
 
 def without_identical_ids(run: Run) -> Run:
-    return {query_id: {doc: score for doc, score in docs.items() if doc != query_id} for query_id, docs in run.items()}
+    return {query_id: Ranking.of(docs).without(query_id) for query_id, docs in run.items()}
 
 
 class InstructionJob:
@@ -147,7 +148,8 @@ class InstructionJob:
             files[mode] = name
             mode_qrels: Qrels = {q: qrels[mode][q] for q in known if q in qrels[mode]}
             problems[mode] = check_qrels_references(qrels[mode], known, tracker.seen).as_dict()
-            result = self._timed("evaluate_s", self.evaluator.evaluate, mode_qrels, run, measures, options)
+            # plain_run: the evaluator hands runs to pytrec_eval, which reads dicts only.
+            result = self._timed("evaluate_s", self.evaluator.evaluate, mode_qrels, plain_run(run), measures, options)
             for measure in result.measure_names:
                 label = mode_measure(measure, mode, collection.modes)
                 aggregate[label] = result.aggregate[measure]

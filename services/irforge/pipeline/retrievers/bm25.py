@@ -75,8 +75,8 @@ class Bm25Retriever:
         bar = self.progress("retrieving (bm25)", len(queries), "query")
         run: Run = {}
         try:
-            for query_id, hits in self.corpus.batch_search(self.corpus_id, queries, k):
-                run[query_id] = {hit.doc_id: hit.score for hit in hits}
+            for query_id, ranking in self.corpus.batch_search(self.corpus_id, queries, k):
+                run[query_id] = ranking
                 bar.update(1)
         finally:
             bar.close()

@@ -92,8 +92,8 @@ class DenseRetriever:
         bar = self.progress(f"retrieving ({self.name})", len(queries), "query")
         run: Run = {}
         try:
-            for query_id, hits in self._search(query_ids, vectors, k):
-                run[query_id] = {hit.doc_id: hit.score for hit in hits}
+            for query_id, ranking in self._search(query_ids, vectors, k):
+                run[query_id] = ranking
                 bar.update(1)
         finally:
             bar.close()
