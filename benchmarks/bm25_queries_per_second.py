@@ -9,8 +9,9 @@ Measures
   - agreement: nDCG@10 and R@100 of both on the 300 test queries, by irforge's Evaluator.
 
 irforge computes every document's exact score and breaks ties by doc id (trec_eval's rule), and
-returns Hit objects with string doc ids; bm25s's retrieve uses its own top-k selection (no tie
-rule) and returns numpy arrays of document positions.
+returns one Ranking per query (string doc ids and float64 scores as arrays, in that order);
+bm25s's retrieve uses its own top-k selection (no tie rule) and returns numpy arrays of
+document positions.
 
 Run: .venv/bin/python benchmarks/bm25_queries_per_second.py [--dataset PATH --repeat 10 --rounds 3 --k 10 100 1000]
 Writes benchmarks/results/bm25_queries_per_second.json.
@@ -136,7 +137,8 @@ def main() -> None:
 
     # -- agreement ------------------------------------------------------------------------------
     k_max = max(args.k)
-    irforge_run = {q.query_id: {h.doc_id: h.score for h in hits} for q, hits in zip(split_queries, outputs["hits"])}
+    # Plain dicts (pytrec_eval reads nothing else), built outside the timed searches.
+    irforge_run = {q.query_id: ranking.as_dict() for q, ranking in zip(split_queries, outputs["hits"])}
     positions, scores = outputs["found"]
     bm25s_run = {q.query_id: {str(ids_of_position[p]): float(s) for p, s in zip(positions[i], scores[i])}
                  for i, q in enumerate(split_queries)}

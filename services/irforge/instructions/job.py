@@ -27,7 +27,7 @@ from irforge.instructions.collection import InstructionCollection, open_instruct
 from irforge.instructions.queries import InstructionTemplate, mode_queries
 from irforge.pipeline.eval_job import VERSIONED_PACKAGES, EvaluatorClient
 from irforge.pipeline.retrievers import CorpusTracker, Retriever
-from irforge.ranking import Ranking, plain_run
+from irforge.ranking import plain_run
 
 DEFAULT_INSTRUCTION_MEASURES = ("nDCG@10",)
 DEFINITIONS = {
@@ -80,7 +80,7 @@ def dimension_counts(before: dict, after: dict) -> dict:
 
 
 def without_identical_ids(run: Run) -> Run:
-    return {query_id: Ranking.of(docs).without(query_id) for query_id, docs in run.items()}
+    return {query_id: {doc: score for doc, score in docs.items() if doc != query_id} for query_id, docs in run.items()}
 
 
 class InstructionJob:
