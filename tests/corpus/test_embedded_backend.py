@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 from irforge.corpus.lexical.base import CorpusState
@@ -78,3 +79,17 @@ def test_k_larger_than_the_corpus_returns_every_match(tmp_path):
     backend = ready(tmp_path)
     hits = backend.search("c", [Query("q", "vitamin aspirin")], 1000)[0]
     assert sorted(hits) == ["a", "b"]
+
+
+@pytest.mark.parametrize("k", [1, 7, 50, 400])
+def test_the_one_key_top_k_equals_the_two_key_sort(k):
+    """float32 scores with many ties (coarse values, ties across the cut at k): the packed-key path
+    picks and orders exactly what a lexsort by (score desc, doc id desc) does."""
+    from irforge.corpus.lexical.embedded import _best_by_one_key
+
+    rng = np.random.default_rng(k)
+    scores = (rng.integers(0, 12, 300) / 4).astype(np.float32)  # 0 included: not matching
+    id_rank = rng.permutation(300).astype(np.int64)
+    matching = np.flatnonzero(scores > 0)
+    expected = matching[np.lexsort((-id_rank[matching], -scores[matching]))[:k]]
+    assert np.array_equal(_best_by_one_key(scores, matching, id_rank, k), expected)
