@@ -112,9 +112,3 @@ def top_k(scores: Mapping[str, float], k: int) -> Mapping[str, float]:
         return dict(scores)
     # nlargest is O(n log k) instead of a full sort; the key has no ties between distinct ids.
     return dict(heapq.nlargest(k, scores.items(), key=_score_then_id))
-
-
-def plain_run(run: Mapping[str, Mapping[str, float]]) -> dict[str, dict[str, float]]:
-    """The run with each Ranking as its plain dict (cached on the Ranking), other values as they
-    are: for code that reads nothing but dicts (pytrec_eval, json)."""
-    return {query_id: scores.as_dict() if isinstance(scores, Ranking) else scores for query_id, scores in run.items()}

@@ -275,14 +275,31 @@ def test_an_unreachable_qdrant_server_is_named_without_its_key(unused_port, monk
 
 
 # -- sparse collections (learned sparse retrieval) ----------------------------------------------
-# Three legs: Qdrant Edge (embedded), qdrant-client's local mode (the server backend's own code,
-# no server: runs everywhere) and a Qdrant server (IRFORGE_TEST_QDRANT_URL, skipped otherwise).
-# Each is checked against numpy's exact dot product, so all three give the same rankings.
+# Four legs: Qdrant Edge (embedded), qdrant-client's local mode (the server backend's own code,
+# no server: runs everywhere), a Qdrant server (IRFORGE_TEST_QDRANT_URL) and an Elasticsearch
+# server (IRFORGE_TEST_ELASTICSEARCH_URL; sparse vectors only), the server legs skipped when their
+# variable is unset. Each is checked against numpy's exact dot product, so all give the same
+# rankings. Elasticsearch stores weights with 9 significant bits: on weights that fit them (the
+# 1/8 grid) it is exact too; on any others it equals numpy over `stored_weights`, at most 2^-8 below
+# the exact dot product (test_sparse_scores_are_the_dot_product_of_the_stored_weights).
 
 VOCABULARY = 200
+ES_URL = os.environ.get("IRFORGE_TEST_ELASTICSEARCH_URL")
 
 
-@pytest.fixture(params=["embedded", "local", "qdrant"])
+def elasticsearch_test_backend():
+    """The Elasticsearch sparse backend on the test server, in indexes of its own (credentials, if
+    the server needs them, from the same IRFORGE_ELASTICSEARCH_* variables as in production)."""
+    if not ES_URL:
+        pytest.skip("IRFORGE_TEST_ELASTICSEARCH_URL is not set: no Elasticsearch server to test against")
+    from irforge.corpus.lexical import elasticsearch_auth_from_env
+    from irforge.corpus.vectors.elasticsearch import ElasticsearchSparseBackend
+
+    return ElasticsearchSparseBackend(ES_URL, index_prefix=f"irforge-test-{uuid.uuid4().hex[:8]}-",
+                                      **elasticsearch_auth_from_env())
+
+
+@pytest.fixture(params=["embedded", "local", "qdrant", "elasticsearch"])
 def sparse_backend(request, tmp_path) -> VectorBackend:
     from irforge.corpus.vectors.qdrant import QdrantServerBackend
 
@@ -292,6 +309,8 @@ def sparse_backend(request, tmp_path) -> VectorBackend:
         instance = EdgeVectorBackend(tmp_path / "vectors")
     elif request.param == "local":
         instance = QdrantServerBackend(":memory:")
+    elif request.param == "elasticsearch":
+        instance = elasticsearch_test_backend()
     else:
         if not QDRANT_URL:
             pytest.skip("IRFORGE_TEST_QDRANT_URL is not set: no Qdrant server to test against")
@@ -378,9 +397,14 @@ def test_sparse_collections_are_checked(sparse_backend):
     assert sparse_backend.commit("sparse").point_count == 2
     with pytest.raises(ValueError, match="sparse vectors, not dense"):
         sparse_backend.search("sparse", np.ones((1, DIM), dtype=np.float32), 3)
-    sparse_backend.create("dense", DIM, "dot", "fp")
-    with pytest.raises(ValueError, match="dense vectors, not sparse"):
-        sparse_backend.upsert_sparse("dense", ["a"], random_sparse(1, seed=6))
+    if sparse_backend.name == "elasticsearch":   # sparse vectors only: a dense collection is refused by name
+        with pytest.raises(ValueError, match="sparse vectors only"):
+            sparse_backend.create("dense", DIM, "dot", "fp")
+        assert sparse_backend.info("dense") is None
+    else:
+        sparse_backend.create("dense", DIM, "dot", "fp")
+        with pytest.raises(ValueError, match="dense vectors, not sparse"):
+            sparse_backend.upsert_sparse("dense", ["a"], random_sparse(1, seed=6))
     with pytest.raises(CorpusNotFound):
         sparse_backend.search_sparse("missing", random_sparse(1, seed=7), 3)
 
@@ -402,3 +426,60 @@ def test_sparse_rankings_agree_between_qdrant_edge_and_qdrant_client(tmp_path):
         backend.close()
     assert answers[0] == answers[1]
     assert sum(len(hits) for hits in answers[0]) > 100
+
+
+def float_sparse(n: int, seed: int, terms: tuple[int, int] = (1, 12)):
+    """Weights as an encoder gives them (any float32 in [0.05, 3)), not on a grid."""
+    from irforge.corpus.vectors.base import SparseVector
+
+    rng = np.random.default_rng(seed)
+    vectors = []
+    for _ in range(n):
+        count = int(rng.integers(*terms))
+        indices = np.sort(rng.choice(VOCABULARY, size=count, replace=False)).astype(np.int32)
+        vectors.append(SparseVector(indices, rng.uniform(0.05, 3.0, size=count).astype(np.float32)))
+    return vectors
+
+
+def test_sparse_scores_are_the_dot_product_of_the_stored_weights(sparse_backend):
+    """Qdrant stores float32 weights: its scores are numpy's exact dot product. Elasticsearch keeps 9
+    significant bits of each document weight (irforge.corpus.vectors.elasticsearch): its scores are
+    numpy's dot product over those stored weights, each product rounded to float32 as Lucene does,
+    and the ranking is that dot product's, under the tie rule; against the float32 weights sent,
+    a score is at most 2^-8 below and never above (beyond float32 rounding)."""
+    docs, queries = float_sparse(300, seed=11), float_sparse(25, seed=12, terms=(1, 6))
+    doc_ids = [f"d{i:03d}" for i in range(len(docs))]
+    sparse_backend.create_sparse("sparse", VOCABULARY, "fp")
+    sparse_backend.upsert_sparse("sparse", doc_ids, docs)
+    sparse_backend.commit("sparse")
+    got = sparse_backend.search_sparse("sparse", queries, 20)
+    exact = sparse_brute_force(docs, doc_ids, queries, 300)
+    if sparse_backend.name == "elasticsearch":
+        from irforge.corpus.vectors.base import SparseVector
+        from irforge.corpus.vectors.elasticsearch import stored_weights
+
+        stored = [SparseVector(v.indices, stored_weights(v.values)) for v in docs]
+        expected = lucene_brute_force(stored, doc_ids, queries, 20)
+        assert expected != [answer[:20] for answer in exact], "the data must show the stored precision"
+    else:
+        expected = [answer[:20] for answer in exact]
+    for hits, want, truth in zip(got, expected, exact, strict=True):
+        assert list(hits) == [doc_id for doc_id, _ in want]
+        assert hits.scores.tolist() == pytest.approx([score for _, score in want], rel=1e-6)
+        true_score = dict(truth)
+        for doc_id, score in hits.pairs():   # the documented bound, against the exact dot product of what was sent
+            assert true_score[doc_id] * (1 - 2 ** -8) <= score <= true_score[doc_id] * (1 + 2 ** -22)
+
+
+def lucene_brute_force(docs, doc_ids, queries, k):
+    """Elasticsearch's arithmetic in numpy: float32 products, summed in float64, returned as float32."""
+    answers = []
+    for query in queries:
+        weights = dict(zip(query.indices.tolist(), query.values.tolist()))
+        scores = {}
+        for doc_id, vector in zip(doc_ids, docs):
+            products = [np.float32(weights[i]) * value for i, value in zip(vector.indices.tolist(), vector.values) if i in weights]
+            if products:
+                scores[doc_id] = float(np.float32(sum(float(p) for p in products)))
+        answers.append(ranked(scores)[:k])
+    return answers

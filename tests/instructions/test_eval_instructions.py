@@ -49,6 +49,11 @@ def test_scripted_http_endpoint_gives_the_hand_computed_metrics(tmp_path, script
         ("alpha", ""), ("alpha", "documents mentioning one"), ("alpha", "documents not mentioning one")}
     printed = capsys.readouterr().out
     assert "SICR" in printed and "0.7500" in printed and "x 100" in printed
+    # Latency: each request timed (probe excluded); each mode's retrieval its own pass, so a query
+    # id's three modes are three end-to-end samples, not one sum.
+    latency = results["latency"]
+    assert latency["stages"]["search-http requests"]["count"] == latency["end_to_end"]["count"] == len(asked) == 6
+    assert "per query, end to end" in printed and "search-http requests" in printed
 
 
 def test_scripted_grpc_endpoint_through_the_sdk(tmp_path, scripted):

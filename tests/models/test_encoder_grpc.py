@@ -123,3 +123,15 @@ def test_vector_bytes_are_little_endian_float32():
         protocol.unpack_vectors(data, 3, 2)
     assert protocol.role_from_proto(protocol.role_to_proto(TextRole.QUERY)) is TextRole.QUERY
     assert protocol.role_from_proto(protocol.role_to_proto("passage")) is TextRole.PASSAGE
+
+
+def test_half_precision_is_part_of_the_identity_and_float32_keys_stay_as_they_were():
+    """fp16/bf16 vectors differ from fp32's, so they must never share a cache or a collection;
+    float32 is left out of the identity so that every key made before stays valid."""
+    base = {"model": "m", "revision": "r", "query_prefix": "", "passage_prefix": "", "normalize": True,
+            "max_seq_length": 256, "dimension": 384, "distance": "Cosine"}
+    keys = {p: protocol.identity_key(protocol.identity_of({**base, "precision": p})) for p in ("float32", "float16", "bfloat16")}
+    assert keys["float32"] == protocol.identity_key({k: base[k] for k in protocol.IDENTITY_KEYS})
+    assert len(set(keys.values())) == 3
+    received = protocol.description_from_proto(protocol.description_to_proto({**base, "precision": "bfloat16"}))
+    assert protocol.identity_of(received) == protocol.identity_of({**base, "precision": "bfloat16"})

@@ -61,6 +61,9 @@ def test_a_job_gives_what_irforge_eval_gives(make_orchestrator, scifact_subset, 
     assert (orchestrator.results_dir(job_id) / "run.trec").read_bytes() == (out / "run.trec").read_bytes()
     for key in ("dataset", "split", "evaluation", "data"):
         assert got[key] == expected[key], key
+    # Latency: the orchestrator's retrieve step timed the stage irforge eval times, and its queries.
+    assert set(got["latency"]["stages"]) == set(expected["latency"]["stages"]) == {"bm25 search"}
+    assert got["latency"]["end_to_end"]["count"] == expected["latency"]["end_to_end"]["count"] == got["data"]["queries_in_split"]
     assert {k: v for k, v in got["retriever"].items() if k != "bm25s_version"} == \
            {k: v for k, v in expected["retriever"].items() if k != "bm25s_version"}
     assert got["counts"]["documents_ingested"] == expected["counts"]["documents_ingested"] > 0

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from irforge.common.checks import check_at_least, check_range
 from irforge.corpus.settings import B_RANGE, K1_RANGE, Bm25Settings
+from irforge.corpus.vectors import SPARSE_ONLY
 from irforge.corpus.vectors.base import HNSW_MINIMUMS, HnswSettings
 from irforge.fusion import FUSION_METHODS
 from irforge.models.encoder import EncoderSpec
@@ -34,17 +35,25 @@ def add_encoder_arguments(parser: argparse.ArgumentParser) -> None:
     encoder.add_argument("--ray", action="store_true", help="encode through a Ray Serve deployment on this machine (loopback only)")
 
 
-def add_vector_store_arguments(parser: argparse.ArgumentParser) -> None:
+def add_vector_store_arguments(parser: argparse.ArgumentParser, *, with_sparse_only: bool = False) -> None:
+    """--vector-backend and its locations; `with_sparse_only` adds the backends that hold learned
+    sparse vectors only (Elasticsearch: its URL is --elasticsearch-url, which the caller defines)."""
     vectors = parser.add_argument_group("vector store")
-    vectors.add_argument("--vector-backend", choices=("embedded", "qdrant"), default="embedded",
-                         help="where vectors live: embedded (Qdrant Edge, on disk, the default) or a Qdrant server")
+    if with_sparse_only:
+        vectors.add_argument("--vector-backend", choices=("embedded", "qdrant", "elasticsearch"), default="embedded",
+                             help="where vectors live: embedded (Qdrant Edge, on disk, the default), a Qdrant server, or "
+                                  "Elasticsearch (learned sparse only: --retriever sparse or --hybrid-with sparse; "
+                                  "at --elasticsearch-url)")
+    else:
+        vectors.add_argument("--vector-backend", choices=("embedded", "qdrant"), default="embedded",
+                             help="where vectors live: embedded (Qdrant Edge, on disk, the default) or a Qdrant server")
     vectors.add_argument("--vector-dir", type=Path, help="embedded vector collections (default $IRFORGE_VECTOR_DIR or the user data dir)")
     vectors.add_argument("--qdrant-url", help="Qdrant server URL (default $IRFORGE_QDRANT_URL)")
 
 
 def add_dense_arguments(parser: argparse.ArgumentParser) -> None:
     add_encoder_arguments(parser)
-    add_vector_store_arguments(parser)
+    add_vector_store_arguments(parser, with_sparse_only=True)
     dense = parser.add_argument_group("dense search and fusion (dense, hybrid)")
     dense.add_argument("--search", choices=("exact", "hnsw"), default="exact", help="exact search reproduces published figures (default)")
     dense.add_argument("--hnsw-m", type=int, default=HnswSettings.m, help=f"--search hnsw: links per node (default {HnswSettings.m})")
@@ -138,7 +147,8 @@ def encoder_spec_from_args(args: argparse.Namespace) -> EncoderSpec:
 def vector_backend_from_args(args: argparse.Namespace):
     from irforge.corpus.vectors import make_vector_backend
 
-    return make_vector_backend(args.vector_backend, vector_dir=args.vector_dir, qdrant_url=args.qdrant_url)
+    return make_vector_backend(args.vector_backend, vector_dir=args.vector_dir, qdrant_url=args.qdrant_url,
+                               elasticsearch_url=getattr(args, "elasticsearch_url", None))
 
 
 def local_encoder(spec: EncoderSpec, use_ray: bool, stack: ExitStack):
@@ -241,6 +251,9 @@ def build_pipeline(args: argparse.Namespace, settings: Settings, stack: ExitStac
     if args.max_active_dims is not None:
         check_at_least("--max-active-dims", args.max_active_dims, 1)
     needs_dense = args.retriever in ("dense", "hybrid") or embeddings_endpoint or sparse
+    if needs_dense and not sparse and args.vector_backend in SPARSE_ONLY:
+        raise ValueError(f"--vector-backend {args.vector_backend} holds learned sparse vectors only (--retriever sparse, "
+                         "--hybrid-with sparse); dense vectors need --vector-backend embedded or qdrant")
     corpus = _corpus_client(args, corpus_address, stack, needs_dense)
 
     if evaluator_address:

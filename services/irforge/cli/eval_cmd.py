@@ -16,6 +16,7 @@ from irforge.corpus.settings import Bm25Settings
 from irforge.datasets import resolve_dataset
 from irforge.evaluator.measures import DEFAULT_MEASURES, parse_measures
 from irforge.pipeline.eval_job import EvalJob, EvalJobSpec
+from irforge.pipeline.latency import latency_lines
 from irforge.results import Results, describe_retriever
 from irforge.pipeline.retrievers import RETRIEVERS
 
@@ -57,7 +58,9 @@ def add_pipeline_arguments(parser, default_measures) -> None:
     lexical = parser.add_argument_group("BM25 (bm25, hybrid)")
     lexical.add_argument("--backend", choices=("embedded", "elasticsearch"), default="embedded", help="lexical backend when in-process")
     lexical.add_argument("--index-dir", type=Path, help="embedded BM25 indexes (default $IRFORGE_INDEX_DIR or the user data dir)")
-    lexical.add_argument("--elasticsearch-url", help="Elasticsearch URL (default $IRFORGE_ELASTICSEARCH_URL)")
+    lexical.add_argument("--elasticsearch-url",
+                         help="Elasticsearch URL for --backend elasticsearch and --vector-backend elasticsearch "
+                              "(default $IRFORGE_ELASTICSEARCH_URL)")
     lexical.add_argument("--k1", type=float, default=Bm25Settings.k1, help=f"BM25 k1 (default {Bm25Settings.k1})")
     lexical.add_argument("--b", type=float, default=Bm25Settings.b, help=f"BM25 b (default {Bm25Settings.b})")
 
@@ -171,4 +174,6 @@ def print_table(results: dict, out) -> None:
     timings = results["timings"]
     out.write(f"{', '.join(work)} · index {timings['index_s']:.1f}s · retrieve {timings['retrieve_s']:.1f}s · "
               f"evaluate {timings['evaluate_s']:.1f}s\n")
+    for line in latency_lines(results.get("latency")):  # results written before latency was recorded have none
+        out.write(line + "\n")
     out.write(f"wrote {results['files']['run']} and results.json\n")

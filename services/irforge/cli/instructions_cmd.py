@@ -16,6 +16,7 @@ from irforge.common.redact import redact_text
 from irforge.instructions.collection import open_instruction_collections
 from irforge.instructions.job import DEFAULT_INSTRUCTION_MEASURES, InstructionJob, InstructionJobSpec
 from irforge.instructions.queries import InstructionTemplate
+from irforge.pipeline.latency import latency_lines
 from irforge.results import Results
 
 TEMPLATE_HELP = ("how text models (BM25, bi-encoders, rerankers) get query and instruction: a template with {query} "
@@ -107,6 +108,8 @@ def print_table(results: dict, out) -> None:
         out.write("p-MRR, WISE and SICR are fractions here; papers print them x 100\n")
     timings = results["timings"]
     out.write(f"index {timings['index_s']:.1f}s · retrieve {timings['retrieve_s']:.1f}s · evaluate {timings['evaluate_s']:.1f}s\n")
+    for line in latency_lines(results.get("latency")):
+        out.write(line + "\n")
     runs = [name for files in results["files"]["runs"].values() for name in files.values()]
     out.write(f"wrote {len(runs)} run files ({runs[0]}, ...) and results.json\n" if len(runs) > 1
               else f"wrote {runs[0]} and results.json\n")

@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
+import time
 
 import numpy as np
 
@@ -32,6 +33,7 @@ from irforge.endpoints.errors import EndpointAnswerError, EndpointSpecError
 from irforge.endpoints.keys import openai_auth_headers
 from irforge.endpoints.spec import EndpointSpec
 from irforge.models.encoder import TextRole
+from irforge.pipeline.latency import LatencyRecorder
 
 PROBE_QUERY = "what is the effect of vitamin D on bone density?"
 PROBE_PASSAGE = ("Vitamin D increases the absorption of calcium in the intestine and supports the "
@@ -39,6 +41,8 @@ PROBE_PASSAGE = ("Vitamin D increases the absorption of calcium in the intestine
 # Rounded before hashing: float noise between two runs of the same deployment should not change
 # the identity (it would only cost a re-encode, never a wrong vector, if it did).
 PROBE_DECIMALS = 4
+REQUEST_BASIS = ("per request of up to batch_size texts: the answered attempt's time (sent to answer decoded and "
+                 "checked, network included); retries and backoff are counted in the endpoint's calls")
 
 
 class EndpointEncoder:
@@ -61,6 +65,10 @@ class EndpointEncoder:
         self._lock = threading.Lock()
         self._dimension: int | None = None
         self._probe_sha256: str | None = None
+        self.latency = LatencyRecorder()
+
+    def use_latency(self, recorder: LatencyRecorder) -> None:
+        self.latency = recorder
 
     # -- identity ---------------------------------------------------------------------------
     def _probe(self) -> None:
@@ -137,10 +145,17 @@ class EndpointEncoder:
             return (f"embeddings request {number}/{total} ({end - start} {role.value} texts "
                     f"from {start + 1}, first {first!r})")
 
-        answers = map_batches(
-            self.caller, lambda start, end, name, timeout: self._send(texts[start:end], role, name, dimension, timeout),
-            len(texts), batch_size=self.spec.batch_size, max_concurrency=self.spec.max_concurrency, what=what,
-            on_answer=progress)
+        stage = f"{self.spec.kind} requests ({role.value} texts)"
+
+        def send(start: int, end: int, name: str, timeout: float) -> np.ndarray:
+            started = time.perf_counter()  # one attempt: a failed one raises before it is recorded
+            vectors = self._send(texts[start:end], role, name, dimension, timeout)
+            self.latency.request(stage, time.perf_counter() - started, REQUEST_BASIS, texts=end - start)
+            return vectors
+
+        with self.latency.section(stage, "request", REQUEST_BASIS):
+            answers = map_batches(self.caller, send, len(texts), batch_size=self.spec.batch_size,
+                                  max_concurrency=self.spec.max_concurrency, what=what, on_answer=progress)
         return np.concatenate(answers)
 
     def _request(self, texts: list[str], role: TextRole, what: str, expected_dimension: int | None) -> np.ndarray:

@@ -23,6 +23,7 @@ An irforge Reranker server's typed errors (ModelNotFound, ...) come back as them
 from __future__ import annotations
 
 import math
+import time
 
 import grpc
 import numpy as np
@@ -33,6 +34,7 @@ from irforge.endpoints.calling import RETRYABLE_GRPC, RobustCaller
 from irforge.endpoints.errors import EndpointAnswerError, EndpointSpecError
 from irforge.endpoints.spec import EndpointSpec
 from irforge.endpoints.tls import grpc_tls
+from irforge.pipeline.latency import LatencyRecorder
 
 
 def parse_results(results, count: int, what: str) -> np.ndarray:
@@ -60,6 +62,10 @@ def parse_results(results, count: int, what: str) -> np.ndarray:
     return scores
 
 
+REQUEST_BASIS = ("per request of one query and up to batch_size documents: the answered attempt's time (sent to "
+                 "answer parsed and checked, network included); retries and backoff are counted in the calls")
+
+
 class _EndpointReranker:
     kind = ""
 
@@ -70,7 +76,10 @@ class _EndpointReranker:
         self.host = spec.public()["host"]
         self._api_key = spec.api_key()
         self.caller = caller or RobustCaller.from_spec(spec, secrets=[self._api_key])
+        self.latency = LatencyRecorder()
 
+    def use_latency(self, recorder: LatencyRecorder) -> None:
+        self.latency = recorder
     @property
     def identity(self) -> dict:
         return {"kind": self.kind, "endpoint": self.host, "model": self.spec.model}
@@ -94,8 +103,16 @@ class _EndpointReranker:
                                         f"documents {start}..{start + len(part) - 1} of {total})"))
                 for number, (n, query, part, start, total) in enumerate(slices, 1)]
         prefix = f"rerank endpoint {self.host} (model {self.spec.model!r}), "
-        parts = self.caller.map(lambda job: self._request(job[1], job[2], prefix + job[3]), jobs,
-                                self.spec.max_concurrency, what=lambda job: job[3])
+        stage = f"{self.kind} requests"
+
+        def send(job) -> np.ndarray:
+            started = time.perf_counter()  # one attempt: a failed one raises before it is recorded
+            scores = self._request(job[1], job[2], prefix + job[3])
+            self.latency.request(stage, time.perf_counter() - started, REQUEST_BASIS, texts=len(job[2]))
+            return scores
+
+        with self.latency.section(stage, "request", REQUEST_BASIS):
+            parts = self.caller.map(send, jobs, self.spec.max_concurrency, what=lambda job: job[3])
         out: list[list[np.ndarray]] = [[] for _ in items]
         for (n, *_), part in zip(jobs, parts, strict=True):
             out[n].append(part)

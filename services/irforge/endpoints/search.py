@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import time
 from collections.abc import Iterable
 
 from irforge.data import BeirDataset
@@ -27,6 +28,7 @@ from irforge.data.types import Query, Run
 from irforge.endpoints.calling import RobustCaller
 from irforge.endpoints.errors import EndpointAnswerError, EndpointSpecError
 from irforge.endpoints.spec import EndpointSpec
+from irforge.pipeline.latency import PER_REQUEST, LatencyRecorder, batch_basis
 from irforge.pipeline.progress import ProgressFactory, no_progress
 from irforge.pipeline.retrievers.base import CorpusTracker, count_lines
 from irforge.ranking import Ranking, ranked
@@ -53,6 +55,14 @@ class _SearchRetriever:
         self.doc_ids: set[str] = set()
         self.probe_sha256: str | None = None
         self._queries_searched = 0
+        self.latency = LatencyRecorder()
+
+    def use_latency(self, recorder: LatencyRecorder) -> None:
+        self.latency = recorder
+
+    @property
+    def stage(self) -> str:
+        return f"{self.kind} requests"
 
     # -- the Retriever protocol -------------------------------------------------------------
     def prepare(self, dataset: BeirDataset, fingerprint: str, tracker: CorpusTracker) -> None:
@@ -74,7 +84,8 @@ class _SearchRetriever:
             raise RuntimeError("prepare() must run before retrieve(): answers are checked against the corpus ids")
         bar = self.progress(f"retrieving ({self.kind})", len(queries), "query")
         try:
-            run = self._search_all(queries, k, bar)
+            with self.latency.answering(len(queries)):
+                run = self._search_all(queries, k, bar)
         finally:
             bar.close()
         self._queries_searched += len(queries)
@@ -96,12 +107,15 @@ class _SearchRetriever:
 
     def _search_all(self, queries: list[Query], k: int, bar) -> Run:
         def one(query: Query) -> Ranking:
+            started = time.perf_counter()  # one attempt: a failed one raises before it is recorded
             hits = self._search_one(query, k)
+            self.latency.request(self.stage, time.perf_counter() - started, PER_REQUEST, query_id=query.query_id)
             bar.update(1)
             return hits
 
-        answers = self.caller.map(one, queries, self.spec.max_concurrency,
-                                  what=lambda q: f"search request for query {q.query_id!r}")
+        with self.latency.section(self.stage, "query", PER_REQUEST):
+            answers = self.caller.map(one, queries, self.spec.max_concurrency,
+                                      what=lambda q: f"search request for query {q.query_id!r}")
         return {query.query_id: hits for query, hits in zip(queries, answers)}
 
     def _mode_description(self) -> str:
@@ -251,8 +265,13 @@ class GrpcSearchRetriever(_SearchRetriever):
         size = self.spec.batch_size
         chunks = [queries[start:start + size] for start in range(0, len(queries), size)]
 
+        basis = batch_basis(size, "BatchSearch streams", "sent to last answer read and checked, network included")
+
         def stream(chunk: list[Query]) -> dict[str, Ranking]:
+            started = time.perf_counter()
             answers = self._batch([self.request(q, k) for q in chunk], k)
+            self.latency.batch(self.stage, [q.query_id for q in chunk], time.perf_counter() - started, basis,
+                               overlapping=True)
             bar.update(len(chunk))
             return answers
 
@@ -260,7 +279,8 @@ class GrpcSearchRetriever(_SearchRetriever):
             return f"BatchSearch stream of {len(chunk)} queries ({chunk[0].query_id!r} to {chunk[-1].query_id!r})"
 
         try:
-            answers = self.caller.map(stream, chunks, self.spec.max_concurrency, what=what)
+            with self.latency.section(self.stage, "query", basis):
+                answers = self.caller.map(stream, chunks, self.spec.max_concurrency, what=what)
         except _Unimplemented:
             self.streaming = False
             return super()._search_all(queries, k, bar)

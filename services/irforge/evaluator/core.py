@@ -7,9 +7,10 @@ from dataclasses import asdict, dataclass, field
 
 from irforge.common.versions import package_versions
 from irforge.data.types import Qrels, Run
+from irforge.evaluator.depth import top_ranking
 from irforge.evaluator.engines import judged, trec
-from irforge.evaluator.measures import DEFAULT_MEASURES, NON_NUMERIC, parse_measures
-from irforge.ranking import top_k
+from irforge.evaluator.measures import DEFAULT_MEASURES, NON_NUMERIC, parse_measures, reading_depth
+from irforge.ranking import Ranking
 
 
 class EvaluationError(ValueError):
@@ -51,11 +52,22 @@ def drop_identical_ids(run: Run) -> tuple[Run, int]:
     dropped = 0
     cleaned: Run = {}
     for query_id, scores in run.items():
-        if query_id in scores:
+        if isinstance(scores, Ranking):  # not `in`: that would build and cache the Ranking's dict
+            kept = scores.without(query_id)
+            dropped += kept is not scores
+            scores = kept
+        elif query_id in scores:
             scores = {doc_id: s for doc_id, s in scores.items() if doc_id != query_id}
             dropped += 1
         cleaned[query_id] = scores
     return cleaned, dropped
+
+
+def _top_ranking(query_id: str, scores, k: int) -> Ranking:
+    try:
+        return top_ranking(scores, k)
+    except ValueError as error:  # the file readers and the gRPC door refuse NaN; a caller's dict may hold one
+        raise EvaluationError(f"the run's query {query_id!r}: {error}") from None
 
 
 def _some_ids(by_query: dict, examples: int = 3) -> str:
@@ -83,8 +95,6 @@ class Evaluator:
         given_run = run
         if options.drop_identical_ids:
             run, dropped = drop_identical_ids(run)
-        if options.max_docs_per_query:
-            run = {q: top_k(scores, options.max_docs_per_query) for q, scores in run.items()}
 
         # Only queries with judgements are evaluated (trec_eval ignores the others); with
         # `complete`, a judged query the run lacks is evaluated on an empty ranking, scoring 0.
@@ -99,13 +109,15 @@ class Evaluator:
                 f"no query of the run has judgements in the qrels (run: {_some_ids(given_run)}; qrels: {_some_ids(qrels)}): "
                 "check that both use the same query ids"
             )
+        run = self._top_documents(run, reading_depth(requests), options.max_docs_per_query)
 
         trec_requests = [r for r in requests if r.engine == "pytrec_eval"]
         per_query, trec_keys = trec.compute(qrels, run, trec_requests, options.relevance_level) if trec_requests else ({q: {} for q in run}, {})
         for request in requests:
             if request.engine == "judged":
                 for query_id, scores in run.items():
-                    per_query[query_id][request.output_name] = judged.judged_at_k(qrels[query_id], scores, request.cutoff)
+                    top = _top_ranking(query_id, scores, request.cutoff)
+                    per_query[query_id][request.output_name] = judged.judged_at_k(qrels[query_id], top, request.cutoff)
 
         names = self._output_names(requests, per_query)
         aggregate = {}
@@ -124,6 +136,15 @@ class Evaluator:
             options=options,
             versions=package_versions(["pytrec_eval-terrier"]),
         )
+
+    @staticmethod
+    def _top_documents(run: Run, depth: int, max_docs: int) -> Run:
+        """Each query's ranking cut to what the measures can read: its top `depth` (0 = all),
+        and no more than `max_docs` (trec_eval -M, 0 = all). The cut is by the tie rule, so every
+        value is the one the whole ranking gives (measures.py, MeasureRequest.depth)."""
+        if max_docs and (not depth or max_docs < depth):
+            depth = max_docs
+        return {query_id: _top_ranking(query_id, scores, depth) for query_id, scores in run.items()} if depth else run
 
     @staticmethod
     def _output_names(requests, per_query) -> list[str]:

@@ -82,6 +82,12 @@ class MeasureRequest:
     engine "pytrec_eval": compute `trec_spec` with pytrec_eval at `relevance_level`, on the run cut
     to `truncate_to` documents (0 = whole run), and read key `trec_key` (None = every key it returns).
     engine "judged": Judged@`cutoff`, computed by irforge (trec_eval 9 has no such measure).
+
+    `depth`: how many of the best-ranked documents (tie rule) the value reads at most; 0 = the
+    whole ranking (unknown, or it counts every retrieved document). The evaluator hands the
+    engines only the top `depth` of each query when no request needs more: the same values for
+    a fraction of the work. Declared only where trec_eval's code reads ranks [0, k) and nothing
+    else of the run (the cutoff measures); every trec_eval-named request reads the whole ranking.
     """
 
     output_name: str
@@ -91,6 +97,7 @@ class MeasureRequest:
     relevance_level: int | None = None
     truncate_to: int = 0
     cutoff: int = 0
+    depth: int = 0
 
 
 def _parse_int(value: str, what: str, name: str) -> int:
@@ -107,7 +114,8 @@ def _parse_ir_measure(name: str) -> MeasureRequest | None:
     if family == JUDGED:
         if cutoff is None or params:
             raise MeasureError(f"measure {name!r}: write Judged@k, e.g. Judged@10")
-        return MeasureRequest(output_name=name, engine="judged", cutoff=_parse_int(cutoff, "the cutoff", name))
+        k = _parse_int(cutoff, "the cutoff", name)
+        return MeasureRequest(output_name=name, engine="judged", cutoff=k, depth=k)
     spec = IR_MEASURES[family]
     relevance_level = None
     if params:
@@ -132,8 +140,8 @@ def _parse_ir_measure(name: str) -> MeasureRequest | None:
         return MeasureRequest(name, "pytrec_eval", f"iprec_at_recall.{level:.2f}", f"iprec_at_recall_{level:.2f}", relevance_level)
     k = _parse_int(cutoff, "the cutoff", name)
     if spec.cutoff == "truncate":
-        return MeasureRequest(name, "pytrec_eval", spec.trec_name, spec.trec_name, relevance_level, truncate_to=k)
-    return MeasureRequest(name, "pytrec_eval", f"{spec.trec_name}.{k}", f"{spec.trec_name}_{k}", relevance_level)
+        return MeasureRequest(name, "pytrec_eval", spec.trec_name, spec.trec_name, relevance_level, truncate_to=k, depth=k)
+    return MeasureRequest(name, "pytrec_eval", f"{spec.trec_name}.{k}", f"{spec.trec_name}_{k}", relevance_level, depth=k)
 
 
 def _parse_trec_measure(name: str) -> list[MeasureRequest]:
@@ -175,6 +183,12 @@ def parse_measures(names: list[str] | tuple[str, ...]) -> list[MeasureRequest]:
             )
         requests.extend(found)
     return requests
+
+
+def reading_depth(requests: list[MeasureRequest]) -> int:
+    """How many top-ranked documents per query all `requests` read together; 0 = the whole ranking."""
+    depths = [request.depth for request in requests]
+    return 0 if not depths or 0 in depths else max(depths)
 
 
 def supported_names() -> tuple[list[str], list[str]]:

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 
 from irforge.common.iterables import chunked
 from irforge.data.entries import EntryError, add_judgement, add_run_entry
 from irforge.data.types import Qrels, Run
 from irforge.evaluator.core import EvaluationError, EvaluationOptions, EvaluationResult
+from irforge.evaluator.depth import top_ranking
+from irforge.evaluator.measures import MeasureError, parse_measures, reading_depth
+from irforge.ranking import Ranking
 from irforge.v1 import common_pb2, evaluator_pb2
 
 ENTRIES_PER_MESSAGE = 10_000  # run/qrels lines per stream message (~0.5 MB)
@@ -35,9 +38,45 @@ def request_stream(qrels: Qrels, run: Run, measures: list[str], options: Evaluat
     judgements = (common_pb2.Judgement(query_id=q, doc_id=d, relevance=r) for q, docs in qrels.items() for d, r in docs.items())
     for chunk in chunked(judgements, ENTRIES_PER_MESSAGE):
         yield evaluator_pb2.EvaluateRequest(qrels=evaluator_pb2.QrelsChunk(judgements=chunk))
-    entries = (common_pb2.RunEntry(query_id=q, doc_id=d, score=s) for q, scores in run.items() for d, s in scores.items())
+    depth = _depth_to_send(measures)
+    entries = (common_pb2.RunEntry(query_id=q, doc_id=d, score=s)
+               for q, scores in run.items() for d, s in _entries_to_send(q, scores, depth, options.drop_identical_ids))
     for chunk in chunked(entries, ENTRIES_PER_MESSAGE):
         yield evaluator_pb2.EvaluateRequest(run=evaluator_pb2.RunChunk(entries=chunk))
+
+
+def _depth_to_send(measures: list[str]) -> int:
+    """The top D the server will read of each query (measures.py, MeasureRequest.depth); 0 = all.
+    Names the server will refuse send everything: the server's answer is the error, as before."""
+    try:
+        return reading_depth(parse_measures(measures))
+    except MeasureError:
+        return 0
+
+
+def _entries_to_send(query_id: str, scores: Mapping[str, float], depth: int, drop_identical_ids: bool) -> Iterable[tuple[str, float]]:
+    """What the server needs of one query: its top `depth` by the tie rule (everything when 0).
+
+    With BEIR's identical-id rule the server drops the query's own id before it cuts, so it gets
+    one document more, and the own id wherever it is ranked (the count of dropped ids covers every
+    rank). What arrives is a prefix of the ranking, so the server's values are the whole run's.
+    """
+    if not depth:
+        return scores.pairs() if isinstance(scores, Ranking) else scores.items()
+    try:
+        top = top_ranking(scores, depth + 1 if drop_identical_ids else depth).pairs()
+    except ValueError:  # a NaN score: send everything, and the server refuses it in the readers' words
+        return scores.items()
+    if drop_identical_ids and len(top) > depth and all(doc_id != query_id for doc_id, _ in top):
+        top.extend(_own_id(query_id, scores))
+    return top
+
+
+def _own_id(query_id: str, scores: Mapping[str, float]) -> list[tuple[str, float]]:
+    if isinstance(scores, Ranking):  # not `in`: that would build and cache the Ranking's dict
+        found = (scores.doc_ids == query_id).nonzero()[0]
+        return [(query_id, float(scores.scores[found[0]]))] if len(found) else []
+    return [(query_id, scores[query_id])] if query_id in scores else []
 
 
 @contextmanager

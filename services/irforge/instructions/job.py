@@ -26,8 +26,8 @@ from irforge.instructions import metrics as if_metrics
 from irforge.instructions.collection import InstructionCollection, open_instruction_collections
 from irforge.instructions.queries import InstructionTemplate, mode_queries
 from irforge.pipeline.eval_job import VERSIONED_PACKAGES, EvaluatorClient
+from irforge.pipeline.latency import latency_of
 from irforge.pipeline.retrievers import CorpusTracker, Retriever
-from irforge.ranking import plain_run
 
 DEFAULT_INSTRUCTION_MEASURES = ("nDCG@10",)
 DEFINITIONS = {
@@ -148,8 +148,7 @@ class InstructionJob:
             files[mode] = name
             mode_qrels: Qrels = {q: qrels[mode][q] for q in known if q in qrels[mode]}
             problems[mode] = check_qrels_references(qrels[mode], known, tracker.seen).as_dict()
-            # plain_run: the evaluator hands runs to pytrec_eval, which reads dicts only.
-            result = self._timed("evaluate_s", self.evaluator.evaluate, mode_qrels, plain_run(run), measures, options)
+            result = self._timed("evaluate_s", self.evaluator.evaluate, mode_qrels, run, measures, options)
             for measure in result.measure_names:
                 label = mode_measure(measure, mode, collection.modes)
                 aggregate[label] = result.aggregate[measure]
@@ -229,6 +228,7 @@ class InstructionJob:
                 "definitions": DEFINITIONS,
             },
             "timings": self.timings,
+            "latency": latency_of(self.retriever),
             "versions": versions,
             "mode": self.mode,
             "files": {"runs": {dim: d["files"] for dim, d in dimensions.items()}},

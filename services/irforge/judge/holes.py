@@ -43,7 +43,7 @@ from irforge.evaluator.measures import DEFAULT_MEASURES, parse_measures
 from irforge.judge.base import DEFAULT_RELEVANT_FROM, Judgement, JudgePair
 from irforge.judge.errors import JudgeError
 from irforge.pipeline.progress import ProgressFactory, no_progress
-from irforge.ranking import plain_run, ranked, top_k
+from irforge.ranking import ranked, top_k
 
 JUDGED_QRELS = "qrels.judged.tsv"
 PROVENANCE = "qrels.judged.provenance.jsonl"
@@ -162,9 +162,8 @@ class HoleFiller:
 
         options = EvaluationOptions(drop_identical_ids=settings.drop_identical_ids, complete=True)
         evaluator = Evaluator()
-        scored_run = plain_run(run)  # pytrec_eval, inside the evaluator, reads dicts only
-        before = evaluator.evaluate(eval_qrels, scored_run, measures, options)
-        after = evaluator.evaluate(combined, scored_run, measures, options)
+        before = evaluator.evaluate(eval_qrels, run, measures, options)
+        after = evaluator.evaluate(combined, run, measures, options)
         stats = outcome.stats
         not_labelled = [j for j in outcome.judgements if not j.is_label]
         report = {

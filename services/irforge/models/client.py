@@ -40,7 +40,7 @@ class RemoteEncoder:
 
     @property
     def identity(self) -> dict:
-        return {key: self._description[key] for key in protocol.IDENTITY_KEYS}
+        return protocol.identity_of(self._description)
 
     @property
     def identity_key(self) -> str:

@@ -148,6 +148,8 @@ class EncoderCore:
             "model": self.name, "revision": self.revision, "query_prefix": self.spec.query_prefix,
             "passage_prefix": self.spec.passage_prefix, "normalize": self.spec.normalize,
             "max_seq_length": int(self.model.max_seq_length), "dimension": self.dimension,
+            # float16/bfloat16 vectors differ from float32's: never share a cache or collection
+            **({"precision": self.spec.precision} if self.spec.precision != "float32" else {}),
         }
 
     @property

@@ -22,6 +22,18 @@ _ROLES_BACK = {v: k for k, v in _ROLES.items()}
 
 # The keys of EncoderCore.identity: everything that changes a vector.
 IDENTITY_KEYS = ("model", "revision", "query_prefix", "passage_prefix", "normalize", "max_seq_length", "dimension")
+# Half precision changes vectors too; float32, the default, is left out so that the keys of every
+# cache and collection made before precision was part of the identity stay valid.
+DEFAULT_PRECISION = "float32"
+
+
+def identity_of(description: dict) -> dict:
+    """The identity within a describe() (or a received identity): IDENTITY_KEYS, plus "precision"
+    when it is not float32."""
+    identity = {key: description[key] for key in IDENTITY_KEYS}
+    if description.get("precision", DEFAULT_PRECISION) != DEFAULT_PRECISION:
+        identity["precision"] = description["precision"]
+    return identity
 
 
 def identity_key(identity: dict) -> str:
@@ -79,7 +91,7 @@ def encode_request(texts: list[str], role: TextRole | str, model: str = "") -> m
 
 def description_to_proto(description: dict) -> models_pb2.ModelDescription:
     """From an encoder's describe() (EncoderCore, RayEncoder): the identity travels as JSON."""
-    identity = {key: description[key] for key in IDENTITY_KEYS}
+    identity = identity_of(description)
     return models_pb2.ModelDescription(
         model=description["model"], dimension=int(description["dimension"]), distance=description["distance"],
         identity_json=json.dumps(identity, sort_keys=True),

@@ -25,6 +25,7 @@ from irforge.data.types import Query, Run
 from irforge.orchestrator.context import StepContext
 from irforge.orchestrator.spec import JobSpec
 from irforge.pipeline.eval_job import EvalJob, EvalJobSpec
+from irforge.pipeline.latency import latency_of, merged_latency
 from irforge.pipeline.retrievers import CorpusTracker
 from irforge.pipeline.retrievers.bm25 import corpus_id_for
 from irforge.pipeline.retrievers.dense import collection_id_for
@@ -175,7 +176,7 @@ def encode_vectors(ctx: StepContext) -> dict:
         tracker = CorpusTracker(judged=ctx.judged)
         dense.prepare(ctx.dataset, ctx.fingerprint, tracker)
     return {"collection_id": collection_id, "counts": dense.counts(), "tracker": tracker_state(tracker),
-            "sharding": sharding}
+            "sharding": sharding, "latency": latency_of(dense)}
 
 
 def retrieve(ctx: StepContext) -> dict:
@@ -191,7 +192,7 @@ def retrieve(ctx: StepContext) -> dict:
         counts.update({key: value for key, value in ctx.outputs.get(step, {}).get("counts", {}).items()
                        if not key.startswith("queries_")})
     return {"name": first.name, "describe": first.describe(), "counts": counts, "tracker": tracker_state(tracker),
-            "run_file": write_run(ctx.job_dir / "first_stage_run.json", run)}
+            "run_file": write_run(ctx.job_dir / "first_stage_run.json", run), "latency": latency_of(first)}
 
 
 def rerank(ctx: StepContext) -> dict:
@@ -203,7 +204,7 @@ def rerank(ctx: StepContext) -> dict:
     reranking.prepare(ctx.dataset, ctx.fingerprint, CorpusTracker(judged=set()))
     run = reranking.retrieve(ctx.queries, ctx.spec.top_k)
     return {"name": reranking.name, "describe": reranking.describe(), "counts": reranking.counts(),
-            "run_file": write_run(ctx.job_dir / "reranked_run.json", run)}
+            "run_file": write_run(ctx.job_dir / "reranked_run.json", run), "latency": latency_of(reranking)}
 
 
 def judge_holes(ctx: StepContext) -> dict:
@@ -292,6 +293,8 @@ def _evaluate_into(ctx: StepContext, stage: StoredStage, eval_spec: EvalJobSpec)
         "total_s": round(sum(durations.values()) + job.timings["total_s"], 3),
         "steps_s": {**durations, EVALUATE: job.timings["total_s"]},
     }
+    # The stored stage timed nothing: the steps that encoded, retrieved and reranked did.
+    results["latency"] = merged_latency([ctx.outputs.get(step, {}).get("latency") for step in (ENCODE, RETRIEVE, RERANK)])
     results["job_id"] = ctx.job_id
     write_json_atomic(eval_spec.out_dir / "results.json", results)
     return results

@@ -20,8 +20,8 @@ from irforge.data.qrels import check_qrels_references, qrels_fingerprint
 from irforge.data.types import Qrels, Query, Run
 from irforge.evaluator.core import EvaluationOptions, EvaluationResult
 from irforge.evaluator.measures import DEFAULT_MEASURES
+from irforge.pipeline.latency import latency_of
 from irforge.pipeline.retrievers import CorpusTracker, Retriever
-from irforge.ranking import plain_run
 
 VERSIONED_PACKAGES = ["pytrec_eval-terrier", "bm25s", "PyStemmer", "grpcio", "numpy", "sentence-transformers",
                       "transformers", "torch", "qdrant-edge-py", "qdrant-client", "ray"]
@@ -90,8 +90,7 @@ class EvalJob:
         run_path = write_trec_run(spec.out_dir / "run.trec", run, tag=f"irforge-{self.retriever.name}")
 
         options = EvaluationOptions(drop_identical_ids=spec.drop_identical_ids, complete=True)
-        # plain_run: the evaluator hands runs to pytrec_eval, which reads dicts only.
-        result = self._timed("evaluate_s", self.evaluator.evaluate, eval_qrels, plain_run(run), list(spec.measures), options)
+        result = self._timed("evaluate_s", self.evaluator.evaluate, eval_qrels, run, list(spec.measures), options)
         self.timings["total_s"] = round(time.perf_counter() - started, 3)
 
         self.qrels_sha256 = qrels_fingerprint(eval_qrels)
@@ -141,6 +140,7 @@ class EvalJob:
                 "queries_retrieved": len(queries),
             },
             "timings": self.timings,
+            "latency": latency_of(self.retriever),
             "versions": versions,
             "mode": self.mode,
             "files": {"run": run_path.name},

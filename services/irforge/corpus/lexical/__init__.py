@@ -26,16 +26,25 @@ def make_backend(kind: str, *, index_dir: str | Path | None = None, elasticsearc
     if kind == "elasticsearch":
         from irforge.corpus.lexical.elasticsearch import ElasticsearchBackend
 
-        url = elasticsearch_url or os.environ.get("IRFORGE_ELASTICSEARCH_URL")
-        if not url:
-            raise ValueError("the elasticsearch backend needs --elasticsearch-url or IRFORGE_ELASTICSEARCH_URL")
-        # Credentials only ever come from the environment; the backend reads the variables itself.
-        with_password = bool(os.environ.get("IRFORGE_ELASTICSEARCH_PASSWORD"))
-        return ElasticsearchBackend(
-            url,
-            api_key_env="IRFORGE_ELASTICSEARCH_API_KEY" if os.environ.get("IRFORGE_ELASTICSEARCH_API_KEY") else None,
-            username_env="IRFORGE_ELASTICSEARCH_USERNAME" if with_password else None,
-            password_env="IRFORGE_ELASTICSEARCH_PASSWORD" if with_password else None,
-            ca_certs=os.environ.get("IRFORGE_ELASTICSEARCH_CA_CERTS") or None,
-        )
+        return ElasticsearchBackend(elasticsearch_url_from_env(elasticsearch_url), **elasticsearch_auth_from_env())
     raise ValueError(f"unknown lexical backend {kind!r}; choose one of {', '.join(BACKENDS)}")
+
+
+def elasticsearch_url_from_env(url: str | None) -> str:
+    """--elasticsearch-url, else $IRFORGE_ELASTICSEARCH_URL (the lexical and the sparse vector backend)."""
+    url = url or os.environ.get("IRFORGE_ELASTICSEARCH_URL")
+    if not url:
+        raise ValueError("the elasticsearch backend needs --elasticsearch-url or IRFORGE_ELASTICSEARCH_URL")
+    return url
+
+
+def elasticsearch_auth_from_env() -> dict:
+    """The names of the variables holding the credentials, and the CA file: credentials only ever
+    come from the environment, and the backend reads the variables itself."""
+    with_password = bool(os.environ.get("IRFORGE_ELASTICSEARCH_PASSWORD"))
+    return {
+        "api_key_env": "IRFORGE_ELASTICSEARCH_API_KEY" if os.environ.get("IRFORGE_ELASTICSEARCH_API_KEY") else None,
+        "username_env": "IRFORGE_ELASTICSEARCH_USERNAME" if with_password else None,
+        "password_env": "IRFORGE_ELASTICSEARCH_PASSWORD" if with_password else None,
+        "ca_certs": os.environ.get("IRFORGE_ELASTICSEARCH_CA_CERTS") or None,
+    }

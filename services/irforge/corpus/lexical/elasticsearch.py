@@ -134,6 +134,72 @@ def _reason(error: object) -> str:
     return str(error)
 
 
+def open_client(
+    url: str, *, api_key_env: str | None = None, username_env: str | None = None, password_env: str | None = None,
+    ca_certs: str | None = None, request_timeout: float = 60, max_retries: int = 5,
+) -> tuple[Elasticsearch, str]:
+    """A client for the server at `url` and the server's version, or BackendUnavailable saying why
+    not (unreachable, not Elasticsearch, refused credentials, another major version). Shared by the
+    lexical backend and the sparse vector backend (irforge.corpus.vectors.elasticsearch)."""
+    client = Elasticsearch(
+        url,
+        api_key=_secret(api_key_env) if api_key_env else None,
+        basic_auth=(_secret(username_env), _secret(password_env)) if username_env else None,
+        ca_certs=ca_certs,
+        request_timeout=request_timeout,
+        max_retries=max_retries,
+        retry_on_timeout=True,
+        retry_on_status=(429, 502, 503, 504),
+    )
+    try:
+        return client, _server_version(client, redact_url(url))
+    except BaseException:
+        client.close()
+        raise
+
+
+def _server_version(client: Elasticsearch, url: str) -> str:
+    where = f"Elasticsearch at {url}"
+    try:
+        server_version = client.info()["version"]["number"]
+    except UnsupportedProductError:
+        raise BackendUnavailable(
+            f"the server at {url} is not Elasticsearch; point the backend at an Elasticsearch server"
+        ) from None
+    except ApiError as error:
+        # An older major version refuses the client's "compatible-with=<client major>" header.
+        if "media_type_header_exception" in str(error):
+            raise BackendUnavailable(
+                f"{where} rejected the client's version header: it is older than the Python client "
+                f"elasticsearch {CLIENT_VERSION}; run an Elasticsearch {CLIENT_VERSION.split('.')[0]}.x server"
+            ) from None
+        if error.status_code in (401, 403):
+            raise BackendUnavailable(
+                f"{where} refused the credentials ({error.status_code}); check the environment variables "
+                "named by api_key_env, or username_env and password_env"
+            ) from None
+        raise BackendUnavailable(f"{where} answered {error.status_code} to info(): {error.message}") from None
+    except TransportError as error:
+        raise BackendUnavailable(
+            f"cannot reach {where} ({type(error).__name__}: {error.message}); start the server or fix the URL"
+        ) from None
+    problem = version_mismatch(server_version)
+    if problem:
+        raise BackendUnavailable(f"{where}: {problem}")
+    return server_version
+
+
+@contextmanager
+def reachable(url: str):
+    """Turn a lost connection in the middle of work into BackendUnavailable (`url` already redacted)."""
+    try:
+        yield
+    except TransportError as error:
+        raise BackendUnavailable(
+            f"lost Elasticsearch at {url} ({type(error).__name__}: {error.message}); check the server and retry"
+        ) from None
+
+
 class ElasticsearchBackend(LexicalBackend):
     name = "elasticsearch"
 
@@ -154,60 +220,15 @@ class ElasticsearchBackend(LexicalBackend):
         self.max_retries = max_retries
         self.bulk_batch_size = bulk_batch_size
         self._lock = threading.RLock()
-        self._client = Elasticsearch(
-            url,
-            api_key=_secret(api_key_env) if api_key_env else None,
-            basic_auth=(_secret(username_env), _secret(password_env)) if username_env else None,
-            ca_certs=ca_certs,
-            request_timeout=request_timeout,
-            max_retries=max_retries,
-            retry_on_timeout=True,
-            retry_on_status=(429, 502, 503, 504),
+        self._client, self.server_version = open_client(
+            url, api_key_env=api_key_env, username_env=username_env, password_env=password_env, ca_certs=ca_certs,
+            request_timeout=request_timeout, max_retries=max_retries,
         )
-        self.server_version = self._check_server()
-
-    # -- connection -----------------------------------------------------------------------
-
-    def _check_server(self) -> str:
-        where = f"Elasticsearch at {self.url}"
-        try:
-            server_version = self._client.info()["version"]["number"]
-        except UnsupportedProductError:
-            raise BackendUnavailable(
-                f"the server at {self.url} is not Elasticsearch; point the backend at an Elasticsearch server"
-            ) from None
-        except ApiError as error:
-            # An older major version refuses the client's "compatible-with=<client major>" header.
-            if "media_type_header_exception" in str(error):
-                raise BackendUnavailable(
-                    f"{where} rejected the client's version header: it is older than the Python client "
-                    f"elasticsearch {CLIENT_VERSION}; run an Elasticsearch {CLIENT_VERSION.split('.')[0]}.x server"
-                ) from None
-            if error.status_code in (401, 403):
-                raise BackendUnavailable(
-                    f"{where} refused the credentials ({error.status_code}); check the environment variables "
-                    "named by api_key_env, or username_env and password_env"
-                ) from None
-            raise BackendUnavailable(f"{where} answered {error.status_code} to info(): {error.message}") from None
-        except TransportError as error:
-            raise BackendUnavailable(
-                f"cannot reach {where} ({type(error).__name__}: {error.message}); start the server or fix the URL"
-            ) from None
-        problem = version_mismatch(server_version)
-        if problem:
-            raise BackendUnavailable(f"{where}: {problem}")
-        return server_version
 
     @contextmanager
     def _reachable(self):
-        """Turn a lost connection in the middle of work into BackendUnavailable."""
-        try:
+        with reachable(self.url):
             yield
-        except TransportError as error:
-            raise BackendUnavailable(
-                f"lost Elasticsearch at {self.url} ({type(error).__name__}: {error.message}); "
-                "check the server and retry"
-            ) from None
 
     # -- metadata -------------------------------------------------------------------------
 

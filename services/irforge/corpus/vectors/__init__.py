@@ -1,4 +1,5 @@
-"""Vector backends: `embedded` (Qdrant Edge, in-process, on disk) and `qdrant` (a Qdrant server).
+"""Vector backends: `embedded` (Qdrant Edge, in-process, on disk), `qdrant` (a Qdrant server) and
+`elasticsearch` (an Elasticsearch server; learned sparse vectors only).
 
 Besides the factory, this module holds the few rules both backends share, so they cannot drift:
 point ids, input checks, and the tie-safe cut of an engine's answer to k hits.
@@ -22,7 +23,8 @@ from irforge.corpus.vectors.base import (
 )
 from irforge.ranking import Ranking
 
-BACKENDS = ("embedded", "qdrant")
+BACKENDS = ("embedded", "qdrant", "elasticsearch")
+SPARSE_ONLY = ("elasticsearch",)   # backends that hold learned sparse vectors only
 
 
 def default_vector_dir() -> Path:
@@ -30,7 +32,8 @@ def default_vector_dir() -> Path:
     return Path(os.environ.get("IRFORGE_VECTOR_DIR") or Path(platformdirs.user_data_dir("irforge")) / "vectors")
 
 
-def make_vector_backend(kind: str, *, vector_dir: str | Path | None = None, qdrant_url: str | None = None) -> VectorBackend:
+def make_vector_backend(kind: str, *, vector_dir: str | Path | None = None, qdrant_url: str | None = None,
+                        elasticsearch_url: str | None = None) -> VectorBackend:
     """Build a backend by name. Imports are lazy: the embedded default never loads qdrant-client."""
     if kind == "embedded":
         from irforge.corpus.vectors.edge import EdgeVectorBackend
@@ -45,6 +48,12 @@ def make_vector_backend(kind: str, *, vector_dir: str | Path | None = None, qdra
         # The API key only ever comes from the environment; the backend reads the variable itself.
         api_key_env = "IRFORGE_QDRANT_API_KEY" if os.environ.get("IRFORGE_QDRANT_API_KEY") else None
         return QdrantServerBackend(url, api_key_env=api_key_env)
+    if kind == "elasticsearch":
+        from irforge.corpus.lexical import elasticsearch_auth_from_env, elasticsearch_url_from_env
+        from irforge.corpus.vectors.elasticsearch import ElasticsearchSparseBackend
+
+        # The lexical backend's URL and credentials (one server for BM25 and sparse vectors), never logged.
+        return ElasticsearchSparseBackend(elasticsearch_url_from_env(elasticsearch_url), **elasticsearch_auth_from_env())
     raise ValueError(f"unknown vector backend {kind!r}; choose one of {', '.join(BACKENDS)}")
 
 

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from irforge.ranking import top_k
+from irforge.ranking import Ranking
 
 
-def judged_at_k(judged: Mapping[str, int], scores: Mapping[str, float], k: int) -> float:
-    top = top_k(scores, k)
-    if not top:
+def judged_at_k(judged: Mapping[str, int], top: Ranking, k: int) -> float:
+    """`top`: the query's top k (fewer when it retrieved fewer), e.g. `depth.top_ranking(scores, k)`."""
+    if not len(top):
         return 0.0
-    return sum(doc_id in judged for doc_id in top) / min(k, len(top))
+    return sum(map(judged.__contains__, top.doc_ids.tolist())) / min(k, len(top))

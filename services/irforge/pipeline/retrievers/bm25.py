@@ -5,14 +5,17 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from irforge.common.iterables import chunked
+from irforge.corpus.core import SEARCH_CHUNK
 from irforge.corpus.lexical.base import CorpusState, document_id_problem
 from irforge.corpus.settings import Bm25Settings
 from irforge.data import BeirDataset
 from irforge.data.types import Document, Query, Run
+from irforge.pipeline.latency import LatencyRecorder, batch_basis
 from irforge.pipeline.progress import ProgressFactory
 from irforge.pipeline.retrievers.base import CorpusTracker, count_lines, safe_name
 
 INGEST_BATCH = 500
+BASIS = batch_basis(SEARCH_CHUNK, "batch search calls to the corpus service", "network included when remote")
 
 
 def corpus_id_for(dataset_name: str, fingerprint: str, settings: Bm25Settings) -> str:
@@ -43,6 +46,10 @@ class Bm25Retriever:
         self.corpus_id = ""
         self.info = None
         self._counts = {"documents_ingested": 0, "ingest_skipped": False}
+        self.latency = LatencyRecorder()
+
+    def use_latency(self, recorder: LatencyRecorder) -> None:
+        self.latency = recorder
 
     def prepare(self, dataset: BeirDataset, fingerprint: str, tracker: CorpusTracker) -> None:
         self.corpus_id = corpus_id_for(dataset.name, fingerprint, self.settings)
@@ -72,10 +79,16 @@ class Bm25Retriever:
         self.info = self.corpus.find_corpus(self.corpus_id)
 
     def retrieve(self, queries: list[Query], k: int) -> Run:
+        with self.latency.answering(len(queries)):
+            return self._retrieve(queries, k)
+
+    def _retrieve(self, queries: list[Query], k: int) -> Run:
         bar = self.progress("retrieving (bm25)", len(queries), "query")
         run: Run = {}
+        # Timed per backend call: the corpus service scores SEARCH_CHUNK queries at once.
+        search = lambda start, end: self.corpus.batch_search(self.corpus_id, queries[start:end], k)  # noqa: E731
         try:
-            for query_id, ranking in self.corpus.batch_search(self.corpus_id, queries, k):
+            for query_id, ranking in self.latency.batched("bm25 search", len(queries), SEARCH_CHUNK, search, BASIS):
                 run[query_id] = ranking
                 bar.update(1)
         finally:

@@ -7,16 +7,20 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from irforge.corpus.core import SEARCH_CHUNK
 from irforge.corpus.lexical.base import CorpusState
 from irforge.corpus.vectors.base import HnswSettings
 from irforge.data import BeirDataset
 from irforge.data.types import Query, Run
 from irforge.models.cached_encoding import CachedEncoding, encode_with_cache
 from irforge.models.encoder import TextRole
+from irforge.pipeline.latency import LatencyRecorder, batch_basis, share
 from irforge.pipeline.progress import ProgressFactory
 from irforge.pipeline.retrievers.base import CorpusTracker, count_lines, safe_name
 
 ENCODE_CHUNK = 256  # documents per cache lookup / encoder call / upsert: bounds memory
+ENCODE_BASIS = batch_basis(ENCODE_CHUNK, "chunks", "embedding cache lookup, encoding the texts it lacks, storing")
+SEARCH_BASIS = batch_basis(SEARCH_CHUNK, "vector search calls to the corpus service", "network included when remote")
 
 
 def collection_id_for(dataset_name: str, fingerprint: str, identity_key: str, kind: str = "dense") -> str:
@@ -40,6 +44,12 @@ class DenseRetriever:
         self.info = None
         self._counts = {"documents_encoded": 0, "documents_reused_from_cache": 0, "vectors_skipped": False,
                         "queries_encoded": 0, "queries_reused_from_cache": 0}
+        self.latency = LatencyRecorder()
+        share(self.latency, encoder)
+
+    def use_latency(self, recorder: LatencyRecorder) -> None:
+        self.latency = recorder
+        share(recorder, self.encoder)
 
     def _encode(self, role: TextRole, items, total: int | None) -> CachedEncoding:
         return encode_with_cache(self.encoder, self.cache, role, items, batch_size=ENCODE_CHUNK,
@@ -50,6 +60,7 @@ class DenseRetriever:
         # Documents: this prepare's work. Queries: every retrieve of the run (an instruction job
         # retrieves once per mode), so they add up.
         encoded, reused = stream.stats.encoded, stream.stats.reused + stream.stats.deduplicated
+        self.latency.encoded(what, encoded, stream.stats.encode_s)
         if what == "queries":
             encoded += self._counts[f"{what}_encoded"]
             reused += self._counts[f"{what}_reused_from_cache"]
@@ -81,10 +92,14 @@ class DenseRetriever:
         self.info = self.corpus.commit_vectors(self.collection_id)
 
     def retrieve(self, queries: list[Query], k: int) -> Run:
+        with self.latency.answering(len(queries)):
+            return self._retrieve(queries, k)
+
+    def _retrieve(self, queries: list[Query], k: int) -> Run:
         query_ids: list[str] = []
         blocks: list[np.ndarray] = []
         stream = self._encode(TextRole.QUERY, ((q.query_id, q.text) for q in queries), len(queries))
-        for ids, vectors in stream:
+        for ids, vectors in self.latency.timed_chunks(f"{self.name} query encoding", stream, ENCODE_BASIS):
             query_ids.extend(ids)
             blocks.append(vectors)
         self._record("queries", stream)
@@ -92,7 +107,9 @@ class DenseRetriever:
         bar = self.progress(f"retrieving ({self.name})", len(queries), "query")
         run: Run = {}
         try:
-            for query_id, ranking in self._search(query_ids, vectors, k):
+            search = lambda start, end: self._search(query_ids[start:end], vectors[start:end], k)  # noqa: E731
+            for query_id, ranking in self.latency.batched(f"{self.name} search", len(query_ids), SEARCH_CHUNK, search,
+                                                          SEARCH_BASIS):
                 run[query_id] = ranking
                 bar.update(1)
         finally:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import asdict, dataclass
 
 from irforge.data import BeirDataset
 from irforge.data.types import Query, Run
 from irforge.fusion import normalized_linear_fusion, reciprocal_rank_fusion
+from irforge.pipeline.latency import LatencyRecorder, share
 from irforge.pipeline.retrievers.base import CorpusTracker
 from irforge.ranking import top_k
 
@@ -15,6 +17,7 @@ from irforge.ranking import top_k
 # rrf_k: 60 is the published constant; from ~1e15 on 1/(k + rank) no longer tells ranks apart in
 # float64 (every document ties), so refuse far before that; a million is already rank-sum fusion.
 RRF_K_RANGE = (0.0, 1e6)
+FUSION_BASIS = "every query of a retrieve fused in one pass (top k included); time per query = its time / queries"
 
 
 def weights_problem(weights) -> bool:
@@ -47,13 +50,26 @@ class HybridRetriever:
         self.lexical = lexical
         self.dense = dense
         self.fusion = fusion
+        self.use_latency(LatencyRecorder())
+
+    def use_latency(self, recorder: LatencyRecorder) -> None:
+        """One recorder for the hybrid and both its runs: their stages and fusion in one summary."""
+        self.latency = recorder
+        share(recorder, self.lexical, self.dense)
 
     def prepare(self, dataset: BeirDataset, fingerprint: str, tracker: CorpusTracker) -> None:
         self.lexical.prepare(dataset, fingerprint, tracker)
         self.dense.prepare(dataset, fingerprint, tracker)
 
     def retrieve(self, queries: list[Query], k: int) -> Run:
-        runs = [self.lexical.retrieve(queries, k), self.dense.retrieve(queries, k)]
+        with self.latency.answering(len(queries)):
+            runs = [self.lexical.retrieve(queries, k), self.dense.retrieve(queries, k)]
+            started = time.perf_counter()
+            fused = self._fuse(runs, k)
+            self.latency.batch("fusion", list(fused), time.perf_counter() - started, FUSION_BASIS)
+            return fused
+
+    def _fuse(self, runs: list[Run], k: int) -> Run:
         if self.fusion.method == "rrf":
             fused = reciprocal_rank_fusion(runs, k=self.fusion.rrf_k, weights=self.fusion.weights)
         else:

@@ -15,14 +15,21 @@
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from irforge.data import BeirDataset
 from irforge.data.types import Query, Run
 from irforge.models.reranker import RerankError
+from irforge.pipeline.latency import LatencyRecorder, batch_basis, share
 from irforge.pipeline.progress import ProgressFactory, no_progress
 from irforge.pipeline.retrievers.base import CorpusTracker
 from irforge.ranking import Ranking, ranked, top_k
+
+
+TEXTS_BASIS = ("one pass over the corpus per retrieve for the texts of every query's documents to rerank; "
+               "time per query = its time / queries")
 
 
 class RerankingRetriever:
@@ -38,18 +45,30 @@ class RerankingRetriever:
         self.name = f"{first_stage.name}-rerank"
         self._dataset: BeirDataset | None = None
         self._counts = {"rerank_queries": 0, "rerank_pairs_scored": 0}
+        self.use_latency(LatencyRecorder())
+
+    def use_latency(self, recorder: LatencyRecorder) -> None:
+        """One recorder for the first stage, the reranker (an endpoint times its requests) and this."""
+        self.latency = recorder
+        share(recorder, self.first_stage, self.reranker)
 
     def prepare(self, dataset: BeirDataset, fingerprint: str, tracker: CorpusTracker) -> None:
         self.first_stage.prepare(dataset, fingerprint, tracker)
         self._dataset = dataset
 
     def retrieve(self, queries: list[Query], k: int) -> Run:
+        with self.latency.answering(len(queries)):
+            return self._retrieve(queries, k)
+
+    def _retrieve(self, queries: list[Query], k: int) -> Run:
         if self._dataset is None:
             raise RuntimeError("prepare() first: reranking reads document texts from the dataset")
         first = self.first_stage.retrieve(queries, max(k, self.depth))
         first = {query_id: Ranking.of(scores) for query_id, scores in first.items()}
         heads = {query_id: ranking.head(self.depth).doc_ids.tolist() for query_id, ranking in first.items()}
+        started = time.perf_counter()
         texts = self._texts({doc_id for head in heads.values() for doc_id in head})
+        self.latency.batch("rerank document texts", list(heads), time.perf_counter() - started, TEXTS_BASIS)
 
         items = [(query, heads.get(query.query_id, [])) for query in queries if heads.get(query.query_id)]
         bar = self.progress(f"reranking ({self.name})", len(items), "query")
@@ -58,8 +77,11 @@ class RerankingRetriever:
             for start in range(0, len(items), self.queries_per_call):
                 chunk = items[start:start + self.queries_per_call]
                 batch = [(query.text, [texts[doc_id] for doc_id in head]) for query, head in chunk]
+                started = time.perf_counter()
                 all_scores = (self.reranker.score_batch(batch) if hasattr(self.reranker, "score_batch")
                               else [self.reranker.score(*item) for item in batch])
+                self.latency.batch("rerank", [query.query_id for query, _ in chunk], time.perf_counter() - started,
+                                   batch_basis(self.queries_per_call, "reranker calls", f"top {self.depth} documents each"))
                 for (query, head), scores in zip(chunk, all_scores):
                     run[query.query_id] = self._merge(first[query.query_id], head, scores)
                     self._counts["rerank_queries"] += 1

@@ -1,6 +1,7 @@
 """Learned sparse retrieval (SPLADE): the dense retriever's pipeline — encode the corpus once
 through the embedding cache, store vectors in the vector backend, encode queries, search — with
-sparse vectors (vocabulary ids and weights) scored by exact dot product in a Qdrant sparse index."""
+sparse vectors (vocabulary ids and weights) scored by exact dot product in the vector backend's sparse
+index (Qdrant's, or Elasticsearch's sparse_vector field)."""
 
 from __future__ import annotations
 
@@ -44,7 +45,8 @@ class SparseRetriever(DenseRetriever):
             "encoder": {**self.encoder.describe(), "location": self.encoder_location},
             "document_text": "title + ' ' + text, stripped (BEIR/MTEB convention)",
             "search": "exact",
-            "scoring": "dot product of sparse vectors (Qdrant sparse index)",
+            # The backend says how it scores (Elasticsearch: over weights stored with 9 significant bits).
+            "scoring": (self.info.config if self.info else {}).get("scoring", "dot product of sparse vectors"),
             "vector_backend": self.info.backend if self.info else None,
             "collection_id": self.collection_id,
             "collection": self.info.config if self.info else {},
