@@ -122,6 +122,21 @@ def measure(function: Callable[[], Any], repeat: int) -> tuple[Any, list[float]]
     return result, seconds
 
 
+def measure_interleaved(functions: dict[str, Callable[[], Any]], repeat: int) -> dict[str, tuple[Any, list[float]]]:
+    """As `measure` for several functions, one run of each per round, in turn: a burst of other
+    work on a shared machine then slows every function alike instead of all rounds of one."""
+    seconds: dict[str, list[float]] = {name: [] for name in functions}
+    results: dict[str, Any] = {}
+    for _ in range(repeat):
+        for name, function in functions.items():
+            results[name] = None  # free the previous run's result before timing the next
+            gc.collect()
+            start = time.perf_counter()
+            results[name] = function()
+            seconds[name].append(time.perf_counter() - start)
+    return {name: (results[name], seconds[name]) for name in functions}
+
+
 def rss_mib() -> float | None:
     value = _status_kib("VmRSS")
     return None if value is None else value / 1024

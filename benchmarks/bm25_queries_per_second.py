@@ -7,10 +7,13 @@ Measures
     plain bm25s (bm25s.tokenize of the queries + retriever.retrieve(..., n_threads=1)); also bm25s's
     retrieve alone on pre-tokenized queries. On the 300 test queries, and on them repeated to 3,000;
   - agreement: nDCG@10 and R@100 of both on the 300 test queries, by irforge's Evaluator.
+Search rounds are interleaved (irforge, bm25s, retrieve only, then again), so a burst of other
+work on a shared machine slows all three alike; the best round of each is reported.
 
 irforge computes every document's exact score and breaks ties by doc id (trec_eval's rule), and
-returns Hit objects with string doc ids; bm25s's retrieve uses its own top-k selection (no tie
-rule) and returns numpy arrays of document positions.
+returns one Ranking per query (string doc ids and float64 scores as arrays, in that order);
+bm25s's retrieve uses its own top-k selection (no tie rule) and returns numpy arrays of
+document positions.
 
 Run: .venv/bin/python benchmarks/bm25_queries_per_second.py [--dataset PATH --repeat 10 --rounds 3 --k 10 100 1000]
 Writes benchmarks/results/bm25_queries_per_second.json.
@@ -28,7 +31,7 @@ import bm25s
 import numpy as np
 import Stemmer
 
-from _common import measure, table, write_results
+from _common import measure, measure_interleaved, table, write_results
 from irforge.corpus.lexical.embedded import EmbeddedBackend
 from irforge.corpus.settings import Bm25Settings
 from irforge.data import BeirDataset
@@ -112,9 +115,12 @@ def main() -> None:
         for n_queries, queries in query_sets.items():
             pretokenized = bm25s.tokenize([q.text for q in queries], stopwords="en", stemmer=stemmer, show_progress=False)
             for k in args.k:
-                hits, irforge_s = measure(lambda: backend.search(corpus_id, queries, k), args.rounds)
-                found, bm25s_s = measure(lambda: bm25s_search(queries, k), args.rounds)
-                _, retrieve_s = measure(lambda: retriever.retrieve(pretokenized, k=k, n_threads=1, show_progress=False), args.rounds)
+                timed = measure_interleaved({
+                    "irforge": lambda: backend.search(corpus_id, queries, k),
+                    "bm25s": lambda: bm25s_search(queries, k),
+                    "retrieve": lambda: retriever.retrieve(pretokenized, k=k, n_threads=1, show_progress=False),
+                }, args.rounds)
+                (hits, irforge_s), (found, bm25s_s), (_, retrieve_s) = timed["irforge"], timed["bm25s"], timed["retrieve"]
                 figure = {
                     "queries": n_queries, "k": k,
                     "irforge_qps": n_queries / min(irforge_s), "bm25s_qps": n_queries / min(bm25s_s),
@@ -136,7 +142,8 @@ def main() -> None:
 
     # -- agreement ------------------------------------------------------------------------------
     k_max = max(args.k)
-    irforge_run = {q.query_id: {h.doc_id: h.score for h in hits} for q, hits in zip(split_queries, outputs["hits"])}
+    # Plain dicts (pytrec_eval reads nothing else), built outside the timed searches.
+    irforge_run = {q.query_id: ranking.as_dict() for q, ranking in zip(split_queries, outputs["hits"])}
     positions, scores = outputs["found"]
     bm25s_run = {q.query_id: {str(ids_of_position[p]): float(s) for p, s in zip(positions[i], scores[i])}
                  for i, q in enumerate(split_queries)}

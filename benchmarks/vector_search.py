@@ -101,7 +101,7 @@ def run_edge(docs, queries, ids, workdir: Path) -> dict:
         start = time.perf_counter()
         hits = backend.search("bench", queries, K, exact=exact)
         timings[mode] = time.perf_counter() - start
-        found[mode] = [[h.doc_id for h in row] for row in hits]
+        found[mode] = [list(row) for row in hits]
     backend.close()
     return {"upsert_s": upsert_s, "commit_s": commit_s, "search_s": timings, "found": found,
             "disk_mib": dir_mib(workdir)}
@@ -179,8 +179,8 @@ def real_embeddings(path: Path, dataset: Path) -> dict:
                 best = min(best, time.perf_counter() - start)
             exact_hits = exact_hits or hits
             row = {"mode": "exact" if ef is None else f"hnsw ef={ef}", "seconds": best, "qps": len(queries) / best,
-                   f"recall@{K}_vs_exact": recall([[h.doc_id for h in r] for r in hits],
-                                                  [{h.doc_id for h in r} for r in exact_hits])}
+                   f"recall@{K}_vs_exact": recall([list(r) for r in hits],
+                                                  [set(r) for r in exact_hits])}
             if query_ids and dataset.is_dir():
                 row["nDCG@10"] = ndcg10(dataset, query_ids, hits)
             rows.append(row)
@@ -197,7 +197,7 @@ def ndcg10(dataset: Path, query_ids: list[str], hits) -> float:
     from irforge.data import BeirDataset
 
     qrels = BeirDataset.open(dataset).qrels("test")
-    run = {q: {h.doc_id: h.score for h in row} for q, row in zip(query_ids, hits, strict=True)}
+    run = {q: row.as_dict() for q, row in zip(query_ids, hits, strict=True)}
     per_query = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10"}).evaluate(run)
     return float(np.mean([v["ndcg_cut_10"] for v in per_query.values()]))
 

@@ -83,7 +83,9 @@ def test_remote_corpus_behaves_like_the_in_process_one(server):
     assert [(p.received, p.indexed, p.failed, p.committed) for p in progress] == [(2, 1, 1, False), (3, 2, 1, False), (3, 2, 1, True)]
     assert progress[0].errors[0].doc_id == "b b"
     queries = [Query("1", "vitamin bone"), Query("2", "aspirin"), Query("3", "nothing matches")]
-    assert list(remote.batch_search("c", queries, 10)) == list(local.batch_search("c", queries, 10))
+    answered = [(query_id, ranking.pairs()) for query_id, ranking in remote.batch_search("c", queries, 10)]
+    assert answered == [(query_id, ranking.pairs()) for query_id, ranking in local.batch_search("c", queries, 10)]
+    assert [len(pairs) for _, pairs in answered] == [1, 1, 0]
     assert remote.get_corpus("c") == local.get_corpus("c")
 
 

@@ -26,7 +26,7 @@ def team_retriever(scifact_subset, tmp_path_factory):
     list(backend.ingest("team", iter([list(BeirDataset.open(scifact_subset).corpus())])))
 
     def search(query_id: str, query: str, k: int):
-        return [(hit.doc_id, hit.score) for hit in backend.search("team", [Query(query_id, query)], k)[0]]
+        return backend.search("team", [Query(query_id, query)], k)[0].pairs()
 
     server = serve_retriever(search)
     yield f"127.0.0.1:{server.port}"

@@ -142,11 +142,11 @@ def test_create_ingest_search_delete_on_scifact(live_backend):
         queries = [Query("by-title", target.title), Query("stopwords-only", "the of and"), Query("empty", "")]
         results = backend.search(corpus_id, queries, 10)
         assert len(results) == 3
-        assert results[0][0].doc_id == target.doc_id
+        assert results[0].doc_ids[0] == target.doc_id
         assert 0 < len(results[0]) <= 10
-        order = [(-hit.score, hit.doc_id) for hit in results[0]]
+        order = [(-score, doc_id) for doc_id, score in results[0].pairs()]
         assert all(a[0] < b[0] or (a[0] == b[0] and a[1] > b[1]) for a, b in zip(order, order[1:]))
-        assert results[1] == [] and results[2] == []
+        assert len(results[1]) == 0 and len(results[2]) == 0
         with pytest.raises(ValueError):
             backend.search(corpus_id, queries, 0)
         with pytest.raises(ValueError, match="max_result_window"):

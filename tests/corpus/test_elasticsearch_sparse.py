@@ -54,13 +54,13 @@ def response(*hits: tuple[str, float]) -> dict:
             "status": 200}
 
 
-def test_responses_become_hits_in_tie_rule_order_cut_to_k():
+def test_responses_become_rankings_in_tie_rule_order_cut_to_k():
     hits = hits_from_response(response(("b", 2.5), ("c", 1.25), ("a", 1.25), ("z", 0.5)), 3)
-    assert [(hit.doc_id, hit.score) for hit in hits] == [("b", 2.5), ("c", 1.25), ("a", 1.25)]
+    assert hits.pairs() == [("b", 2.5), ("c", 1.25), ("a", 1.25)]
     # Whatever order the hits arrive in, the tie rule decides (score descending, then doc id descending).
     hits = hits_from_response(response(("a", 1.25), ("z", 0.5), ("c", 1.25)), 10)
-    assert [hit.doc_id for hit in hits] == ["c", "a", "z"]
-    assert hits_from_response(response(), 10) == []
+    assert list(hits) == ["c", "a", "z"]
+    assert len(hits_from_response(response(), 10)) == 0
     failed = {"error": {"type": "search_phase_execution_exception", "reason": "all shards failed"}, "status": 400}
     with pytest.raises(CorpusError, match="search_phase_execution_exception: all shards failed"):
         hits_from_response(failed, 10)

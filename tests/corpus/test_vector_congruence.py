@@ -18,7 +18,7 @@ import pytest
 from irforge.corpus.errors import CorpusConflict, CorpusNotFound, CorpusNotReady
 from irforge.corpus.lexical.base import CorpusState
 from irforge.corpus.vectors.base import DimensionMismatch, HnswSettings, VectorBackend
-from irforge.ranking import ranked
+from irforge.ranking import Ranking, ranked
 
 QDRANT_URL = os.environ.get("IRFORGE_TEST_QDRANT_URL")
 DIM = 16
@@ -52,6 +52,11 @@ def backend(request, tmp_path) -> VectorBackend:
     for collection_id in created:
         instance.delete(collection_id)
     instance.close()
+
+
+def pairs(rankings: list[Ranking]) -> list[list[tuple[str, float]]]:
+    """Rankings as comparable lists, order included (a Mapping's == ignores order)."""
+    return [ranking.pairs() for ranking in rankings]
 
 
 def random_vectors(n: int, dim: int = DIM, seed: int = 0) -> np.ndarray:
@@ -136,7 +141,7 @@ def test_upserted_vectors_are_searchable_only_after_commit(backend):
     info = backend.commit("v4")
     assert (info.state, info.point_count) == (CorpusState.READY, 20)
     assert backend.info("v4") == info
-    assert backend.search("v4", vectors[:1], 5)[0][0].doc_id == "d00"
+    assert backend.search("v4", vectors[:1], 5)[0].doc_ids[0] == "d00"
     # A further upsert makes the collection uncommitted again until the next commit.
     backend.upsert("v4", ["d99"], random_vectors(1, seed=9))
     with pytest.raises(CorpusNotReady):
@@ -147,22 +152,22 @@ def test_upserted_vectors_are_searchable_only_after_commit(backend):
 def test_empty_committed_collection_returns_no_hits(backend):
     backend.create("v5", DIM, "cosine", "fp-1")
     assert backend.commit("v5").point_count == 0
-    assert backend.search("v5", random_vectors(2), 5) == [[], []]
+    assert [len(ranking) for ranking in backend.search("v5", random_vectors(2), 5)] == [0, 0]
 
 
 def test_upsert_is_idempotent_and_replaces_by_id(backend):
     ids = [f"d{i:02d}" for i in range(30)]
     first, second = random_vectors(30, seed=1), random_vectors(30, seed=2)
     make_ready(backend, "v6", ids, first)
-    before = backend.search("v6", first[:3], 5)
+    before = pairs(backend.search("v6", first[:3], 5))
     make_ready(backend, "v6", ids, first)
     assert backend.info("v6").point_count == 30
-    assert backend.search("v6", first[:3], 5) == before
+    assert pairs(backend.search("v6", first[:3], 5)) == before
     make_ready(backend, "v6", ids, second)
     assert backend.info("v6").point_count == 30
     hits = backend.search("v6", second[:3], 1)
-    assert [h[0].doc_id for h in hits] == ids[:3]
-    assert [h[0].score for h in hits] == pytest.approx([1.0] * 3, abs=1e-5)
+    assert [ranking.doc_ids[0] for ranking in hits] == ids[:3]
+    assert [ranking.scores[0] for ranking in hits] == pytest.approx([1.0] * 3, abs=1e-5)
 
 
 @pytest.mark.parametrize("distance", ["cosine", "dot"])
@@ -174,10 +179,11 @@ def test_exact_search_equals_numpy_brute_force(backend, distance):
     expected = brute_force(docs, ids, queries, 10, distance)
     assert len(results) == 25
     for hits, truth in zip(results, expected, strict=True):
-        assert [h.doc_id for h in hits] == [doc_id for doc_id, _ in truth]
-        assert [h.score for h in hits] == pytest.approx([score for _, score in truth], abs=1e-5)
+        assert isinstance(hits, Ranking) and hits.scores.dtype == np.float64
+        assert list(hits) == [doc_id for doc_id, _ in truth]
+        assert hits.scores.tolist() == pytest.approx([score for _, score in truth], abs=1e-5)
     # The same answer one query at a time.
-    assert [backend.search(f"v7-{distance}", queries[i:i + 1], 10)[0] for i in range(3)] == results[:3]
+    assert pairs([backend.search(f"v7-{distance}", queries[i:i + 1], 10)[0] for i in range(3)]) == pairs(results[:3])
 
 
 def test_ties_are_broken_by_doc_id_descending(backend):
@@ -188,18 +194,18 @@ def test_ties_are_broken_by_doc_id_descending(backend):
     make_ready(backend, "v8", ids, vectors)
     for exact in (True, False):
         hits = backend.search("v8", twin, 2, exact=exact)[0]
-        assert [h.doc_id for h in hits] == ["b", "a"]
-        assert hits[0].score == hits[1].score
+        assert list(hits) == ["b", "a"]
+        assert hits.scores[0] == hits.scores[1]
     # A tie straddling the cut at k keeps the higher doc id.
-    assert [h.doc_id for h in backend.search("v8", twin, 1)[0]] == ["b"]
+    assert list(backend.search("v8", twin, 1)[0]) == ["b"]
 
 
 def test_k_larger_than_the_collection_returns_everything(backend):
     vectors = random_vectors(7)
     make_ready(backend, "v9", [f"d{i}" for i in range(7)], vectors)
     hits = backend.search("v9", vectors[:1], 100)[0]
-    assert len(hits) == 7 and {h.doc_id for h in hits} == {f"d{i}" for i in range(7)}
-    assert [h.doc_id for h in hits] == [d for d, _ in ranked({h.doc_id: h.score for h in hits})]
+    assert len(hits) == 7 and set(hits) == {f"d{i}" for i in range(7)}
+    assert hits.pairs() == ranked(dict(hits.pairs()))
 
 
 def test_bad_input_is_rejected(backend):
@@ -247,12 +253,12 @@ def test_hnsw_search_recalls_exact_search(backend):
     exact = backend.search("v11", queries, 10, exact=True)
     approximate = backend.search("v11", queries, 10, exact=False)
     recall = np.mean([
-        len({h.doc_id for h in a} & {h.doc_id for h in e}) / 10 for a, e in zip(approximate, exact, strict=True)
+        len(set(a) & set(e)) / 10 for a, e in zip(approximate, exact, strict=True)
     ])
     assert recall >= 0.9
     for hits in approximate:
         assert len(hits) == 10
-        assert [h.doc_id for h in hits] == [d for d, _ in ranked({h.doc_id: h.score for h in hits})]
+        assert hits.pairs() == ranked(dict(hits.pairs()))
 
 
 @pytest.mark.filterwarnings("ignore:Api key is used with an insecure connection")
@@ -362,8 +368,8 @@ def test_sparse_exact_search_equals_brute_force_with_irforge_tie_rule(sparse_bac
     got = sparse_backend.search_sparse("sparse", queries, 10)
     assert any(len({s for _, s in answer}) < len(answer) for answer in expected), "the data must hold ties"
     for hits, want in zip(got, expected, strict=True):
-        assert [hit.doc_id for hit in hits] == [doc_id for doc_id, _ in want]
-        assert [hit.score for hit in hits] == pytest.approx([score for _, score in want], rel=1e-6)
+        assert list(hits) == [doc_id for doc_id, _ in want]
+        assert hits.scores.tolist() == pytest.approx([score for _, score in want], rel=1e-6)
 
 
 def test_sparse_collections_are_checked(sparse_backend):
@@ -415,7 +421,8 @@ def test_sparse_rankings_agree_between_qdrant_edge_and_qdrant_client(tmp_path):
         backend.create_sparse("sparse", VOCABULARY, "fp")
         backend.upsert_sparse("sparse", doc_ids, docs)
         backend.commit("sparse")
-        answers.append([[(hit.doc_id, round(hit.score, 5)) for hit in hits] for hits in backend.search_sparse("sparse", queries, 50)])
+        answers.append([[(doc_id, round(score, 5)) for doc_id, score in ranking.pairs()]
+                        for ranking in backend.search_sparse("sparse", queries, 50)])
         backend.close()
     assert answers[0] == answers[1]
     assert sum(len(hits) for hits in answers[0]) > 100
@@ -457,11 +464,11 @@ def test_sparse_scores_are_the_dot_product_of_the_stored_weights(sparse_backend)
     else:
         expected = [answer[:20] for answer in exact]
     for hits, want, truth in zip(got, expected, exact, strict=True):
-        assert [hit.doc_id for hit in hits] == [doc_id for doc_id, _ in want]
-        assert [hit.score for hit in hits] == pytest.approx([score for _, score in want], rel=1e-6)
+        assert list(hits) == [doc_id for doc_id, _ in want]
+        assert hits.scores.tolist() == pytest.approx([score for _, score in want], rel=1e-6)
         true_score = dict(truth)
-        for hit in hits:   # the documented bound, against the exact dot product of what was sent
-            assert true_score[hit.doc_id] * (1 - 2 ** -8) <= hit.score <= true_score[hit.doc_id] * (1 + 2 ** -22)
+        for doc_id, score in hits.pairs():   # the documented bound, against the exact dot product of what was sent
+            assert true_score[doc_id] * (1 - 2 ** -8) <= score <= true_score[doc_id] * (1 + 2 ** -22)
 
 
 def lucene_brute_force(docs, doc_ids, queries, k):

@@ -47,14 +47,14 @@ def test_layout_on_disk(tmp_path):
 
 def test_reopening_the_root_finds_ready_collections(tmp_path):
     first = ready(tmp_path)
-    expected = first.search("col", vectors(3, seed=1), 5)
+    expected = [ranking.pairs() for ranking in first.search("col", vectors(3, seed=1), 5)]
     info = first.info("col")
     first.close()
 
     second = EdgeVectorBackend(tmp_path)
     assert second.info("col") == info
-    assert second.search("col", vectors(3, seed=1), 5) == expected
-    assert second.search("col", vectors(3, seed=1), 5, exact=False) == expected
+    assert [ranking.pairs() for ranking in second.search("col", vectors(3, seed=1), 5)] == expected
+    assert [ranking.pairs() for ranking in second.search("col", vectors(3, seed=1), 5, exact=False)] == expected
     second.close()
 
 
@@ -87,7 +87,7 @@ def test_a_crash_between_upsert_and_commit_leaves_the_collection_not_ready(tmp_p
     # The write-ahead log kept the upsert; committing makes it searchable.
     info = backend.commit("col")
     assert (info.state, info.point_count) == (CorpusState.READY, 15)
-    assert {h.doc_id for h in backend.search("col", np.ones((1, DIM), dtype=np.float32), 5)[0]} == {
+    assert set(backend.search("col", np.ones((1, DIM), dtype=np.float32), 5)[0]) == {
         f"new{i}" for i in range(5)
     }
     backend.close()

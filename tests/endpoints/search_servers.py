@@ -55,7 +55,7 @@ class Bm25Search:
             return self.faults.pop(query_id, None)
 
     def hits(self, query_id: str, query: str, k: int, fault: str | None) -> list[list]:
-        hits = [[hit.doc_id, hit.score] for hit in self.corpus.search(self.corpus_id, Query(query_id, query), k + 1)]
+        hits = [[doc_id, score] for doc_id, score in self.corpus.search(self.corpus_id, Query(query_id, query), k + 1).pairs()]
         hits = hits if fault == "too-many" else hits[:k]
         if fault == "unknown-id":
             hits[0][0] = "no-such-document"

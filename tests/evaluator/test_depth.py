@@ -169,7 +169,7 @@ def scifact_bm25(beir_dir, tmp_path_factory):
     backend.create("scifact", "fp", Bm25Settings())
     list(backend.ingest("scifact", iter([list(dataset.corpus())])))
     hits = backend.search("scifact", queries, 1000)
-    run = {query.query_id: {hit.doc_id: hit.score for hit in found} for query, found in zip(queries, hits)}
+    run = {query.query_id: dict(found.pairs()) for query, found in zip(queries, hits)}
     return qrels, run
 
 

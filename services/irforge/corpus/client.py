@@ -12,11 +12,12 @@ from irforge.common.grpc_server import open_channel
 from irforge.common.iterables import chunked
 from irforge.common.packing import pack_vectors
 from irforge.corpus import protocol
-from irforge.corpus.lexical.base import CorpusInfo, Hit, IngestProgress
+from irforge.corpus.lexical.base import CorpusInfo, IngestProgress
 from irforge.corpus.errors import CorpusNotFound
 from irforge.corpus.settings import Bm25Settings
 from irforge.corpus.vectors.base import HnswSettings, SparseVector, VectorCollectionInfo
 from irforge.data.types import Document, Query
+from irforge.ranking import Ranking
 from irforge.v1 import corpus_pb2, corpus_pb2_grpc
 
 QUERIES_PER_REQUEST = 1000  # BatchSearch request size: keeps each request message small
@@ -90,15 +91,15 @@ class RemoteCorpus:
                 raise reading_failed[0] from None
             raise
 
-    def search(self, corpus_id: str, query: Query, k: int) -> list[Hit]:
+    def search(self, corpus_id: str, query: Query, k: int) -> Ranking:
         request = corpus_pb2.SearchRequest(corpus_id=corpus_id, query=protocol.query_to_proto(query), k=k)
-        return protocol.hits_from_proto(self._call(self._stub.Search, request))
+        return protocol.ranking_from_proto(self._call(self._stub.Search, request))
 
-    def batch_search(self, corpus_id: str, queries: Iterable[Query], k: int) -> Iterator[tuple[str, list[Hit]]]:
+    def batch_search(self, corpus_id: str, queries: Iterable[Query], k: int) -> Iterator[tuple[str, Ranking]]:
         for chunk in chunked(queries, QUERIES_PER_REQUEST):
             request = corpus_pb2.BatchSearchRequest(corpus_id=corpus_id, queries=[protocol.query_to_proto(q) for q in chunk], k=k)
             for message in self._stream(self._stub.BatchSearch(request, timeout=self.timeout)):
-                yield message.query_id, protocol.hits_from_proto(message)
+                yield message.query_id, protocol.ranking_from_proto(message)
 
     # -- vector collections -----------------------------------------------------------------
 
@@ -135,7 +136,7 @@ class RemoteCorpus:
         return protocol.vector_info_from_proto(self._call(self._stub.CommitVectors, request))
 
     def vector_search(self, collection_id: str, query_ids: list[str], vectors: np.ndarray, k: int,
-                      exact: bool = True) -> Iterator[tuple[str, list[Hit]]]:
+                      exact: bool = True) -> Iterator[tuple[str, Ranking]]:
         for start in range(0, len(query_ids), QUERIES_PER_REQUEST):
             chunk = vectors[start:start + QUERIES_PER_REQUEST]
             request = corpus_pb2.VectorSearchRequest(
@@ -143,7 +144,7 @@ class RemoteCorpus:
                 dimension=chunk.shape[1], vectors=pack_vectors(chunk), k=k, exact=exact,
             )
             for message in self._stream(self._stub.VectorSearch(request, timeout=self.timeout)):
-                yield message.query_id, protocol.hits_from_proto(message)
+                yield message.query_id, protocol.ranking_from_proto(message)
 
     # -- sparse collections -----------------------------------------------------------------
 

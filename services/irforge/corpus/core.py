@@ -10,10 +10,11 @@ import numpy as np
 from irforge.common.iterables import chunked
 from irforge.common.metrics import DOCUMENTS_INGESTED
 from irforge.corpus.errors import CorpusBusy, CorpusError, CorpusNotFound
-from irforge.corpus.lexical.base import CorpusInfo, Hit, IngestProgress, LexicalBackend
+from irforge.corpus.lexical.base import CorpusInfo, IngestProgress, LexicalBackend
 from irforge.corpus.settings import Bm25Settings
 from irforge.corpus.vectors.base import HnswSettings, SparseVector, VectorBackend, VectorCollectionInfo
 from irforge.data.types import Document, Query
+from irforge.ranking import Ranking
 
 SEARCH_CHUNK = 256  # queries scored per backend call in batch search: bounds memory, keeps streaming
 
@@ -62,14 +63,14 @@ class CorpusService:
             with self._writers_lock:
                 self._writers.discard(corpus_id)
 
-    def search(self, corpus_id: str, query: Query, k: int) -> list[Hit]:
+    def search(self, corpus_id: str, query: Query, k: int) -> Ranking:
         return self.backend.search(corpus_id, [query], k)[0]
 
-    def batch_search(self, corpus_id: str, queries: Iterable[Query], k: int) -> Iterator[tuple[str, list[Hit]]]:
-        """(query id, hits) per query, in the given order, scored in bounded chunks."""
+    def batch_search(self, corpus_id: str, queries: Iterable[Query], k: int) -> Iterator[tuple[str, Ranking]]:
+        """(query id, ranking) per query, in the given order, scored in bounded chunks."""
         for chunk in chunked(queries, SEARCH_CHUNK):
-            for query, hits in zip(chunk, self.backend.search(corpus_id, chunk, k), strict=True):
-                yield query.query_id, hits
+            for query, ranking in zip(chunk, self.backend.search(corpus_id, chunk, k), strict=True):
+                yield query.query_id, ranking
 
     # -- vector collections -------------------------------------------------------------------
 
@@ -101,15 +102,15 @@ class CorpusService:
         return self._vector_backend().commit(collection_id)
 
     def vector_search(self, collection_id: str, query_ids: list[str], vectors: np.ndarray, k: int,
-                      exact: bool = True) -> Iterator[tuple[str, list[Hit]]]:
-        """(query id, hits) per query vector, in order, scored in bounded chunks."""
+                      exact: bool = True) -> Iterator[tuple[str, Ranking]]:
+        """(query id, ranking) per query vector, in order, scored in bounded chunks."""
         if len(query_ids) != len(vectors):
             raise ValueError(f"{len(query_ids)} query ids for {len(vectors)} query vectors")
         backend = self._vector_backend()
         for start in range(0, len(query_ids), SEARCH_CHUNK):
             chunk_ids = query_ids[start:start + SEARCH_CHUNK]
-            hits = backend.search(collection_id, vectors[start:start + SEARCH_CHUNK], k, exact)
-            yield from zip(chunk_ids, hits, strict=True)
+            rankings = backend.search(collection_id, vectors[start:start + SEARCH_CHUNK], k, exact)
+            yield from zip(chunk_ids, rankings, strict=True)
 
     # -- sparse collections (served over gRPC too: CreateSparseCollection, UpsertSparseVectors, SparseSearch)
 
@@ -120,14 +121,14 @@ class CorpusService:
         return self._vector_backend().upsert_sparse(collection_id, doc_ids, vectors)
 
     def sparse_search(self, collection_id: str, query_ids: list[str], vectors: list[SparseVector],
-                      k: int) -> Iterator[tuple[str, list[Hit]]]:
-        """(query id, hits) per sparse query vector, in order, scored in bounded chunks."""
+                      k: int) -> Iterator[tuple[str, Ranking]]:
+        """(query id, ranking) per sparse query vector, in order, scored in bounded chunks."""
         if len(query_ids) != len(vectors):
             raise ValueError(f"{len(query_ids)} query ids for {len(vectors)} query vectors")
         backend = self._vector_backend()
         for start in range(0, len(query_ids), SEARCH_CHUNK):
-            hits = backend.search_sparse(collection_id, vectors[start:start + SEARCH_CHUNK], k)
-            yield from zip(query_ids[start:start + SEARCH_CHUNK], hits, strict=True)
+            rankings = backend.search_sparse(collection_id, vectors[start:start + SEARCH_CHUNK], k)
+            yield from zip(query_ids[start:start + SEARCH_CHUNK], rankings, strict=True)
 
     def close(self) -> None:
         self.backend.close()

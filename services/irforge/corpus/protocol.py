@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 
-from irforge.corpus.lexical.base import CorpusInfo, CorpusState, DocumentError, Hit, IngestProgress
+from irforge.corpus.lexical.base import CorpusInfo, CorpusState, DocumentError, IngestProgress
 from irforge.corpus.settings import Bm25Settings
 from irforge.common.packing import pack_sparse, unpack_sparse
 from irforge.corpus.vectors.base import HnswSettings, SparseVector, VectorCollectionInfo
 from irforge.data.types import Document, Query
+from irforge.ranking import Ranking
 from irforge.v1 import common_pb2, corpus_pb2
 
 _STATES = {CorpusState.EMPTY: corpus_pb2.CORPUS_STATE_EMPTY, CorpusState.READY: corpus_pb2.CORPUS_STATE_READY}
@@ -77,14 +78,20 @@ def query_from_proto(message: common_pb2.Query) -> Query:
     return Query(query_id=message.query_id, text=message.text)
 
 
-def hits_to_proto(query_id: str, hits: list[Hit]) -> corpus_pb2.SearchResponse:
+# The wire keeps one ScoredDocument per hit (what installed irforge_client versions read); the
+# ends convert to and from a Ranking in one pass each.
+
+def ranking_to_proto(query_id: str, ranking: Ranking) -> corpus_pb2.SearchResponse:
     return corpus_pb2.SearchResponse(
-        query_id=query_id, hits=[common_pb2.ScoredDocument(doc_id=h.doc_id, score=h.score) for h in hits],
+        query_id=query_id,
+        hits=[common_pb2.ScoredDocument(doc_id=d, score=s) for d, s in zip(ranking.doc_ids.tolist(), ranking.scores.tolist())],
     )
 
 
-def hits_from_proto(message: corpus_pb2.SearchResponse) -> list[Hit]:
-    return [Hit(h.doc_id, h.score) for h in message.hits]
+def ranking_from_proto(message: corpus_pb2.SearchResponse) -> Ranking:
+    """The hits as sent: the corpus service sends them in its backend's (tie-rule) order."""
+    hits = message.hits
+    return Ranking([h.doc_id for h in hits], [h.score for h in hits])
 
 
 def progress_to_proto(progress: IngestProgress) -> corpus_pb2.IngestProgress:

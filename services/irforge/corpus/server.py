@@ -110,14 +110,14 @@ class CorpusServicer(corpus_pb2_grpc.CorpusServicer):
 
     @grpc_method
     def Search(self, request, context):
-        hits = self.service.search(request.corpus_id, protocol.query_from_proto(request.query), request.k)
-        return protocol.hits_to_proto(request.query.query_id, hits)
+        ranking = self.service.search(request.corpus_id, protocol.query_from_proto(request.query), request.k)
+        return protocol.ranking_to_proto(request.query.query_id, ranking)
 
     @grpc_stream_method
     def BatchSearch(self, request, context):
         queries = (protocol.query_from_proto(q) for q in request.queries)
-        for query_id, hits in self.service.batch_search(request.corpus_id, queries, request.k):
-            yield protocol.hits_to_proto(query_id, hits)
+        for query_id, ranking in self.service.batch_search(request.corpus_id, queries, request.k):
+            yield protocol.ranking_to_proto(query_id, ranking)
 
 
     # -- vector collections -----------------------------------------------------------------
@@ -159,8 +159,8 @@ class CorpusServicer(corpus_pb2_grpc.CorpusServicer):
     @grpc_stream_method
     def VectorSearch(self, request, context):
         vectors = unpack_vectors(request.vectors, len(request.query_ids), request.dimension)
-        for query_id, hits in self.service.vector_search(request.collection_id, list(request.query_ids), vectors, request.k, request.exact):
-            yield protocol.hits_to_proto(query_id, hits)
+        for query_id, ranking in self.service.vector_search(request.collection_id, list(request.query_ids), vectors, request.k, request.exact):
+            yield protocol.ranking_to_proto(query_id, ranking)
 
     # -- sparse collections -----------------------------------------------------------------
 

@@ -31,7 +31,7 @@ from irforge.endpoints.spec import EndpointSpec
 from irforge.pipeline.latency import PER_REQUEST, LatencyRecorder, batch_basis
 from irforge.pipeline.progress import ProgressFactory, no_progress
 from irforge.pipeline.retrievers.base import CorpusTracker, count_lines
-from irforge.ranking import ranked
+from irforge.ranking import Ranking, ranked
 
 PROBE_QUERY_ID = "irforge-probe"
 PROBE_QUERY = "what is the effect of vitamin D on bone density?"
@@ -102,11 +102,11 @@ class _SearchRetriever:
                 **{f"endpoint_{name}": value for name, value in self.caller.counters.as_dict().items()}}
 
     # -- per transport ----------------------------------------------------------------------
-    def _search_one(self, query: Query, k: int) -> dict[str, float]:
+    def _search_one(self, query: Query, k: int) -> Ranking:
         raise NotImplementedError
 
     def _search_all(self, queries: list[Query], k: int, bar) -> Run:
-        def one(query: Query) -> dict[str, float]:
+        def one(query: Query) -> Ranking:
             started = time.perf_counter()  # one attempt: a failed one raises before it is recorded
             hits = self._search_one(query, k)
             self.latency.request(self.stage, time.perf_counter() - started, PER_REQUEST, query_id=query.query_id)
@@ -126,8 +126,8 @@ class _SearchRetriever:
         return EndpointAnswerError(self.caller.redact(
             f"search endpoint {self.host}: answer for query {query_id!r}: {problem}"))
 
-    def check_hits(self, query_id: str, hits: Iterable[tuple[object, object]], k: int) -> dict[str, float]:
-        """{doc_id: score} from (id, score) pairs, or EndpointAnswerError naming the query."""
+    def check_hits(self, query_id: str, hits: Iterable[tuple[object, object]], k: int) -> Ranking:
+        """The Ranking of (id, score) pairs (in any order), or EndpointAnswerError naming the query."""
         scores: dict[str, float] = {}
         for position, (doc_id, score) in enumerate(hits):
             if not isinstance(doc_id, str) or not doc_id:
@@ -144,7 +144,7 @@ class _SearchRetriever:
         unknown = sorted(set(scores) - self.doc_ids)
         if unknown:
             raise self._bad(query_id, f"{len(unknown)} document id(s) not in the corpus, e.g. {unknown[:3]}")
-        return scores
+        return Ranking.of(scores)
 
 
 class HttpSearchRetriever(_SearchRetriever):
@@ -168,7 +168,7 @@ class HttpSearchRetriever(_SearchRetriever):
             body["instruction"] = instruction
         return body
 
-    def _search_one(self, query: Query, k: int) -> dict[str, float]:
+    def _search_one(self, query: Query, k: int) -> Ranking:
         query_id = query.query_id
         response = self._client.post(self.spec.url, json=self.request_body(query, k))
         response.raise_for_status()  # HTTPStatusError: RobustCaller retries 429/5xx, refuses other 4xx
@@ -219,7 +219,7 @@ class GrpcSearchRetriever(_SearchRetriever):
         text, instruction = query.parts
         return retriever_pb2.RetrieverSearchRequest(query_id=query.query_id, query=text, k=k, instruction=instruction)
 
-    def _search_one(self, query: Query, k: int) -> dict[str, float]:
+    def _search_one(self, query: Query, k: int) -> Ranking:
         query_id = query.query_id
         request = self.request(query, k)
         if self.streaming is not False:
@@ -232,12 +232,12 @@ class GrpcSearchRetriever(_SearchRetriever):
             raise self._bad(query_id, f"the answer is for query {reply.query_id!r}")
         return self.check_hits(query_id, ((hit.doc_id, hit.score) for hit in reply.hits), k)
 
-    def _batch(self, requests: list, k: int) -> dict[str, dict[str, float]]:
+    def _batch(self, requests: list, k: int) -> dict[str, Ranking]:
         """One BatchSearch stream; every request must get exactly one answer."""
         import grpc
 
         wanted = {request.query_id for request in requests}
-        answers: dict[str, dict[str, float]] = {}
+        answers: dict[str, Ranking] = {}
         call = self._stub.BatchSearch(iter(requests), timeout=self.spec.timeout_s, metadata=self._metadata)
         try:
             for reply in call:
@@ -267,7 +267,7 @@ class GrpcSearchRetriever(_SearchRetriever):
 
         basis = batch_basis(size, "BatchSearch streams", "sent to last answer read and checked, network included")
 
-        def stream(chunk: list[Query]) -> dict[str, dict[str, float]]:
+        def stream(chunk: list[Query]) -> dict[str, Ranking]:
             started = time.perf_counter()
             answers = self._batch([self.request(q, k) for q in chunk], k)
             self.latency.batch(self.stage, [q.query_id for q in chunk], time.perf_counter() - started, basis,

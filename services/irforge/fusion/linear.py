@@ -6,28 +6,32 @@ Min-max per query is the usual choice for mixing BM25 (unbounded) with cosine (b
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
+
+import numpy as np
 
 from irforge.data.types import Run
+from irforge.fusion.columns import rankings_of, summed_by_document
 from irforge.fusion.rrf import _weights
+from irforge.ranking import Ranking
 
 
-def _min_max(scores: Mapping[str, float]) -> dict[str, float]:
-    if not scores:
-        return {}
-    low, high = min(scores.values()), max(scores.values())
+def _min_max(ranking: Ranking) -> np.ndarray:
+    scores = ranking.scores
+    if not len(scores):
+        return scores
+    low, high = scores.min(), scores.max()
     if high == low:  # one document, or all tied: all equally (fully) relevant for this run
-        return {doc_id: 1.0 for doc_id in scores}
-    return {doc_id: (score - low) / (high - low) for doc_id, score in scores.items()}
+        return np.ones(len(scores))
+    return (scores - low) / (high - low)
 
 
 def normalized_linear_fusion(runs: Sequence[Run], weights: Sequence[float] | None = None) -> Run:
+    """query id -> Ranking of the fused scores, for every query of any run."""
     weights = _weights(runs, weights)
     fused: Run = {}
     for query_id in sorted(set().union(*runs)):
-        scores: dict[str, float] = {}
-        for run, weight in zip(runs, weights, strict=True):
-            for doc_id, value in _min_max(run.get(query_id, {})).items():
-                scores[doc_id] = scores.get(doc_id, 0.0) + weight * value
-        fused[query_id] = scores
+        rankings = rankings_of(runs, query_id)
+        contributions = [weight * _min_max(ranking) for ranking, weight in zip(rankings, weights, strict=True)]
+        fused[query_id] = summed_by_document(rankings, contributions)
     return fused

@@ -8,21 +8,23 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
+
 from irforge.data.types import Run
-from irforge.ranking import ranked
+from irforge.fusion.columns import rankings_of, summed_by_document
 
 
 def reciprocal_rank_fusion(runs: Sequence[Run], k: float = 60.0, weights: Sequence[float] | None = None) -> Run:
+    """query id -> Ranking of the fused scores, for every query of any run."""
     if k <= 0:
         raise ValueError(f"RRF k must be positive, got {k}")
     weights = _weights(runs, weights)
     fused: Run = {}
     for query_id in sorted(set().union(*runs)):
-        scores: dict[str, float] = {}
-        for run, weight in zip(runs, weights, strict=True):
-            for rank, (doc_id, _) in enumerate(ranked(run.get(query_id, {})), start=1):
-                scores[doc_id] = scores.get(doc_id, 0.0) + weight / (k + rank)
-        fused[query_id] = scores
+        rankings = rankings_of(runs, query_id)
+        contributions = [weight / (k + np.arange(1, len(ranking) + 1, dtype=np.float64))
+                         for ranking, weight in zip(rankings, weights, strict=True)]
+        fused[query_id] = summed_by_document(rankings, contributions)
     return fused
 
 

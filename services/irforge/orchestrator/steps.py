@@ -29,6 +29,7 @@ from irforge.pipeline.latency import latency_of, merged_latency
 from irforge.pipeline.retrievers import CorpusTracker
 from irforge.pipeline.retrievers.bm25 import corpus_id_for
 from irforge.pipeline.retrievers.dense import collection_id_for
+from irforge.ranking import Ranking
 
 INGEST, ENCODE, RETRIEVE, RERANK, JUDGE, EVALUATE = ("ingest_lexical", "encode_vectors", "retrieve", "rerank",
                                                      "judge_holes", "evaluate")
@@ -106,15 +107,26 @@ def merged_tracker(outputs: dict[str, dict], judged: set[str]) -> CorpusTracker:
     return tracker
 
 
+RUN_FORMAT = "irforge-rankings-1"
+
+
 def write_run(path: Path, run: Run) -> str:
-    """Runs between steps are JSON: floats survive exactly (TREC text is only for the last step)."""
+    """Runs between steps are JSON: floats survive exactly (TREC text is only for the last step).
+    Each query's ranking is stored as [doc ids, scores] in rank order, so reading needs no sort."""
+    rankings = {}
+    for query_id, scores in run.items():
+        ranking = Ranking.of(scores)
+        rankings[query_id] = [ranking.doc_ids.tolist(), ranking.scores.tolist()]
     with atomic_write(path) as handle:
-        json.dump(run, handle)
+        json.dump({"format": RUN_FORMAT, "rankings": rankings}, handle)
     return path.name
 
 
 def read_run(path: Path) -> Run:
-    return json.loads(path.read_text(encoding="utf-8"))
+    stored = json.loads(path.read_text(encoding="utf-8"))
+    if stored.get("format") != RUN_FORMAT:
+        return stored  # written before rankings were stored as columns: query id -> {doc id: score}
+    return {query_id: Ranking(doc_ids, scores) for query_id, (doc_ids, scores) in stored["rankings"].items()}
 
 
 class StoredStage:

@@ -6,10 +6,11 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from enum import Enum
-from typing import Any, NamedTuple
+from typing import Any
 
 from irforge.corpus.settings import Bm25Settings
 from irforge.data.types import Document, Query
+from irforge.ranking import Ranking
 
 
 class CorpusState(str, Enum):
@@ -56,13 +57,6 @@ def document_id_problem(document: Document) -> str | None:
     return None
 
 
-class Hit(NamedTuple):
-    # A NamedTuple, not a frozen dataclass: searches build up to k of these per query, and
-    # tuple construction is several times cheaper on that hot path.
-    doc_id: str
-    score: float
-
-
 class LexicalBackend(ABC):
     """A BM25 index store. Implementations must be safe to call from several threads."""
 
@@ -93,8 +87,9 @@ class LexicalBackend(ABC):
         """
 
     @abstractmethod
-    def search(self, corpus_id: str, queries: list[Query], k: int) -> list[list[Hit]]:
-        """Top-k hits per query (same order as `queries`), best first, ties by doc id descending.
+    def search(self, corpus_id: str, queries: list[Query], k: int) -> list[Ranking]:
+        """The top k documents of each query (same order as `queries`) as a Ranking: score
+        descending, then doc id descending.
 
         Raises CorpusNotFound or CorpusNotReady.
         """

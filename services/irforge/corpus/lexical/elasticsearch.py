@@ -32,13 +32,13 @@ from elasticsearch.helpers import streaming_bulk
 
 from irforge.common.redact import redact_url
 from irforge.corpus.lexical.base import (
-    CorpusInfo, CorpusState, DocumentError, Hit, IngestProgress, LexicalBackend, document_id_problem,
+    CorpusInfo, CorpusState, DocumentError, IngestProgress, LexicalBackend, document_id_problem,
 )
 from irforge.corpus.errors import (BackendUnavailable, CorpusBusy, CorpusConflict, CorpusError, CorpusNotFound,
                                    CorpusNotReady)
 from irforge.corpus.settings import Bm25Settings
 from irforge.data.types import Document, Query
-from irforge.ranking import ranked
+from irforge.ranking import Ranking
 
 SIMILARITY = "irforge_bm25"
 ANALYZER = "english"
@@ -429,7 +429,7 @@ class ElasticsearchBackend(LexicalBackend):
 
     # -- search ---------------------------------------------------------------------------
 
-    def search(self, corpus_id: str, queries: list[Query], k: int) -> list[list[Hit]]:
+    def search(self, corpus_id: str, queries: list[Query], k: int) -> list[Ranking]:
         if k <= 0:
             raise ValueError(f"k must be positive, got {k}")
         if k > MAX_RESULT_WINDOW:
@@ -441,7 +441,7 @@ class ElasticsearchBackend(LexicalBackend):
             raise CorpusNotFound(corpus_id)
         if meta["state"] != CorpusState.READY.value:
             raise CorpusNotReady(corpus_id)
-        results: list[list[Hit]] = []
+        results: list[Ranking] = []
         for start in range(0, len(queries), MSEARCH_CHUNK):
             chunk = queries[start:start + MSEARCH_CHUNK]
             searches = []
@@ -455,8 +455,9 @@ class ElasticsearchBackend(LexicalBackend):
                         f"Elasticsearch failed query {query.query_id!r} on corpus {corpus_id!r}: "
                         f"{_reason(response['error'])}"
                     )
+                # Elasticsearch breaks ties its own way (shard, segment order): order by the tie rule here.
                 scores = {hit["_id"]: float(hit["_score"]) for hit in response["hits"]["hits"]}
-                results.append([Hit(doc_id, score) for doc_id, score in ranked(scores)])
+                results.append(Ranking.of(scores))
         return results
 
     def close(self) -> None:

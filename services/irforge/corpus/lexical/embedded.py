@@ -30,11 +30,12 @@ from bm25s.tokenization import Tokenizer
 from irforge.common.files import write_json_atomic
 from irforge.common.locks import ExclusiveLock, LockHeld
 from irforge.corpus.lexical.base import (
-    CorpusInfo, CorpusState, DocumentError, Hit, IngestProgress, LexicalBackend, document_id_problem,
+    CorpusInfo, CorpusState, DocumentError, IngestProgress, LexicalBackend, document_id_problem,
 )
 from irforge.corpus.errors import CorpusBusy, CorpusConflict, CorpusNotFound, CorpusNotReady
 from irforge.corpus.settings import Bm25Settings
 from irforge.data.types import Document, Query
+from irforge.ranking import Ranking
 
 TOKEN_PATTERN = r"(?u)\b\w\w+\b"  # bm25s/scikit-learn default: words of two or more characters
 STEMMER_LANGUAGE = "english"
@@ -77,7 +78,7 @@ def _new_tokenizer() -> Tokenizer:
 class _Loaded:
     generation: str
     retriever: bm25s.BM25
-    doc_ids: np.ndarray       # index position -> doc id
+    doc_ids: np.ndarray       # index position -> doc id (an object array: fancy indexing copies references)
     id_rank: np.ndarray       # index position -> rank of its doc id in ascending id order
     tokenizer: Tokenizer
 
@@ -273,12 +274,12 @@ class EmbeddedBackend(LexicalBackend):
         tokenizer.load_vocab(str(folder / "tokenizer"))
         return _Loaded(generation, retriever, doc_ids, id_rank, tokenizer)
 
-    def search(self, corpus_id: str, queries: list[Query], k: int) -> list[list[Hit]]:
+    def search(self, corpus_id: str, queries: list[Query], k: int) -> list[Ranking]:
         if k <= 0:
             raise ValueError(f"k must be positive, got {k}")
         loaded = self._load(corpus_id)
         if loaded is None or not queries:
-            return [[] for _ in queries]
+            return [Ranking.empty() for _ in queries]
         # update_vocab=False maps an unseen word to a known stem ("improving" -> "improv"); "never"
         # would drop it. It records that word->stem link in the tokenizer, hence the lock.
         with self._lock:
@@ -288,17 +289,31 @@ class EmbeddedBackend(LexicalBackend):
         return [self._top_k(loaded, [t for t in ids if t != EMPTY_TOKEN], k) for ids in query_tokens]
 
     @staticmethod
-    def _top_k(loaded: _Loaded, token_ids: list[int], k: int) -> list[Hit]:
+    def _top_k(loaded: _Loaded, token_ids: list[int], k: int) -> Ranking:
         """Exact top-k over every document's score, ties broken by doc id descending (trec_eval)."""
         if not token_ids:
-            return []
+            return Ranking.empty()
         scores = loaded.retriever.get_scores(token_ids)
         matching = np.flatnonzero(scores > 0)  # a document sharing no term with the query is not retrieved
-        if len(matching) > k:
-            threshold = np.partition(scores[matching], len(matching) - k)[len(matching) - k]
-            matching = matching[scores[matching] >= threshold]  # keeps every tie at the boundary
-        order = np.lexsort((-loaded.id_rank[matching], -scores[matching]))[:k]
-        chosen = matching[order]
-        # Whole-array conversions: indexing numpy element by element costs more than the search.
-        return list(map(Hit, loaded.doc_ids[chosen].tolist(), scores[chosen].astype(np.float64).tolist()))
+        if scores.dtype == np.float32:
+            chosen = _best_by_one_key(scores, matching, loaded.id_rank, k)
+        else:
+            if len(matching) > k:
+                threshold = np.partition(scores[matching], len(matching) - k)[len(matching) - k]
+                matching = matching[scores[matching] >= threshold]  # keeps every tie at the boundary
+            chosen = matching[np.lexsort((-loaded.id_rank[matching], -scores[matching]))[:k]]
+        # Two arrays, no Python object per hit: at k = 1000 building those cost more than the search.
+        return Ranking(loaded.doc_ids[chosen], scores[chosen].astype(np.float64))
+
+
+def _best_by_one_key(scores: np.ndarray, matching: np.ndarray, id_rank: np.ndarray, k: int) -> np.ndarray:
+    """The k best of `matching` in tie-rule order, from one uint64 key per document: a positive
+    float32's bits order like its value, so (score bits << 32 | id rank) orders by score, then doc
+    id. Keys are unique, so argpartition's cut at k is exact, and one argsort replaces lexsort's two
+    passes (about 1.5x faster at k = 1,000)."""
+    keys = (scores[matching].view(np.uint32).astype(np.uint64) << np.uint64(32)) | id_rank[matching].astype(np.uint64)
+    if len(matching) > k:
+        best = np.argpartition(keys, len(matching) - k)[len(matching) - k:]
+        matching, keys = matching[best], keys[best]
+    return matching[np.argsort(keys)[::-1]]
 

@@ -16,12 +16,12 @@ from pathlib import Path
 import numpy as np
 import platformdirs
 
-from irforge.corpus.lexical.base import CorpusState, Hit
+from irforge.corpus.lexical.base import CorpusState
 from irforge.corpus.errors import CorpusConflict
 from irforge.corpus.vectors.base import (
     DISTANCES, SPARSE_KIND, DimensionMismatch, HnswSettings, SparseVector, VectorBackend,
 )
-from irforge.ranking import ranked
+from irforge.ranking import Ranking
 
 BACKENDS = ("embedded", "qdrant", "elasticsearch")
 SPARSE_ONLY = ("elasticsearch",)   # backends that hold learned sparse vectors only
@@ -226,6 +226,6 @@ def _check_finite(array: np.ndarray, what: str) -> None:
         raise ValueError(f"{what} hold NaN or infinite values (rows {rows[:5].tolist()})")
 
 
-def cut(scored: Iterable[tuple[str, float]], k: int) -> list[Hit]:
+def cut(scored: Iterable[tuple[str, float]], k: int) -> Ranking:
     """The engine's (doc id, score) candidates in trec_eval's order, cut to k."""
-    return [Hit(doc_id, score) for doc_id, score in ranked(dict(scored))[:k]]
+    return Ranking.of(dict(scored)).head(k)

@@ -10,7 +10,8 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from irforge.corpus.errors import CorpusError
-from irforge.corpus.lexical.base import CorpusState, Hit
+from irforge.corpus.lexical.base import CorpusState
+from irforge.ranking import Ranking
 
 DISTANCES = ("cosine", "dot")
 
@@ -89,9 +90,9 @@ class VectorBackend(ABC):
         """Make everything upserted searchable (build the HNSW index) and mark READY."""
 
     @abstractmethod
-    def search(self, collection_id: str, queries: np.ndarray, k: int, exact: bool = True) -> list[list[Hit]]:
-        """Top-k hits per query vector, best first, ties by doc id descending (trec_eval's rule).
-        Scores are the distance's similarity (cosine or dot). Raises CorpusNotFound, CorpusNotReady,
+    def search(self, collection_id: str, queries: np.ndarray, k: int, exact: bool = True) -> list[Ranking]:
+        """The top k documents per query vector as a Ranking: best first, ties by doc id descending
+        (trec_eval's rule). Scores are the distance's similarity (cosine or dot). Raises CorpusNotFound, CorpusNotReady,
         DimensionMismatch, ValueError (k <= 0)."""
 
     # -- sparse collections (learned sparse retrieval); dimension = vocabulary, distance = dot --
@@ -107,8 +108,8 @@ class VectorBackend(ABC):
         repeated indices, NaN/inf weights, a count mismatch, or a dense collection."""
         raise NotImplementedError(f"the {self.name} vector backend has no sparse vectors")
 
-    def search_sparse(self, collection_id: str, queries: list[SparseVector], k: int) -> list[list[Hit]]:
-        """Top-k hits per query by exact dot product, best first, ties by doc id descending.
+    def search_sparse(self, collection_id: str, queries: list[SparseVector], k: int) -> list[Ranking]:
+        """The top k documents per query by exact dot product as a Ranking, ties by doc id descending.
         Only documents sharing a term with the query score (a dot product of 0 is no match)."""
         raise NotImplementedError(f"the {self.name} vector backend has no sparse vectors")
 

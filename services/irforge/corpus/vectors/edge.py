@@ -31,12 +31,13 @@ import qdrant_edge as qe
 
 from irforge.common.files import write_json_atomic
 from irforge.corpus.errors import BackendUnavailable, CorpusNotFound, CorpusNotReady
-from irforge.corpus.lexical.base import CorpusState, Hit
+from irforge.corpus.lexical.base import CorpusState
 from irforge.corpus.vectors import (
     DOC_ID_FIELD, TIE_MARGIN, check_collection_id, check_k, check_kind, check_queries, check_settings,
     check_sparse, check_sparse_upsert, check_upsert, cut, point_id, reconciled, reconciled_sparse, sparse_meta, term_stats,
 )
 from irforge.corpus.vectors.base import SPARSE_KIND, HnswSettings, SparseVector, VectorBackend, VectorCollectionInfo
+from irforge.ranking import Ranking
 
 UPSERT_BATCH = 1024        # points per shard update: bounds the Python-side copies of one batch
 QUERY_BATCH = 256          # queries per query_batch call
@@ -198,7 +199,7 @@ class EdgeVectorBackend(VectorBackend):
 
     # -- search ---------------------------------------------------------------------------
 
-    def search(self, collection_id: str, queries: np.ndarray, k: int, exact: bool = True) -> list[list[Hit]]:
+    def search(self, collection_id: str, queries: np.ndarray, k: int, exact: bool = True) -> list[Ranking]:
         check_k(k)
         with self._lock:
             meta = self._require(collection_id)
@@ -209,7 +210,7 @@ class EdgeVectorBackend(VectorBackend):
             shard = self._shard(collection_id)
             params = qe.SearchParams(exact=True) if exact else qe.SearchParams(hnsw_ef=meta["hnsw"]["ef_search"])
             payload = qe.PayloadSelector.Include([DOC_ID_FIELD])
-            results: list[list[Hit]] = []
+            results: list[Ranking] = []
             # Under the lock: a concurrent delete() or close() must not close the shard mid-query.
             # Edge spreads each batch over its own search threads, so little is lost.
             for start in range(0, len(array), QUERY_BATCH):
@@ -268,7 +269,7 @@ class EdgeVectorBackend(VectorBackend):
             if offset is None:
                 return counts
 
-    def search_sparse(self, collection_id: str, queries: list[SparseVector], k: int) -> list[list[Hit]]:
+    def search_sparse(self, collection_id: str, queries: list[SparseVector], k: int) -> list[Ranking]:
         check_k(k)
         with self._lock:
             meta = self._require(collection_id)
@@ -279,7 +280,7 @@ class EdgeVectorBackend(VectorBackend):
             shard = self._shard(collection_id)
             params = qe.SearchParams(exact=True)
             payload = qe.PayloadSelector.Include([DOC_ID_FIELD])
-            results: list[list[Hit]] = []
+            results: list[Ranking] = []
             for start in range(0, len(rows), QUERY_BATCH):
                 requests = [
                     qe.QueryRequest(limit=k + TIE_MARGIN, query=qe.Query.Nearest(qe.SparseVector(indices, values), using=SPARSE_NAME),

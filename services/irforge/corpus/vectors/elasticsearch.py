@@ -52,7 +52,7 @@ from elasticsearch.helpers import streaming_bulk
 
 from irforge.common.redact import redact_url
 from irforge.corpus.errors import CorpusBusy, CorpusConflict, CorpusError, CorpusNotFound, CorpusNotReady
-from irforge.corpus.lexical.base import CorpusState, Hit
+from irforge.corpus.lexical.base import CorpusState
 from irforge.corpus.lexical.elasticsearch import (
     CLIENT_VERSION, MAX_RESULT_WINDOW, MSEARCH_CHUNK, _reason, open_client, reachable,
 )
@@ -61,6 +61,7 @@ from irforge.corpus.vectors import (
     term_stats,
 )
 from irforge.corpus.vectors.base import SPARSE_KIND, HnswSettings, SparseVector, VectorBackend, VectorCollectionInfo
+from irforge.ranking import Ranking
 
 VECTOR_FIELD = "vector"
 MIN_WEIGHT = float(np.finfo(np.float32).tiny)   # FeatureField refuses anything below the smallest normal float32
@@ -135,8 +136,8 @@ def search_body(terms: dict[str, float], k: int) -> dict:
     }
 
 
-def hits_from_response(response: dict, k: int) -> list[Hit]:
-    """One msearch response as hits in tie-rule order (raises CorpusError for an error response)."""
+def hits_from_response(response: dict, k: int) -> Ranking:
+    """One msearch response as a Ranking in tie-rule order (raises CorpusError for an error response)."""
     if "error" in response:
         raise CorpusError(_reason(response["error"]))
     return cut(((hit["_id"], float(hit["_score"])) for hit in response["hits"]["hits"]), k)
@@ -318,11 +319,11 @@ class ElasticsearchSparseBackend(VectorBackend):
 
     # -- search ---------------------------------------------------------------------------
 
-    def search(self, collection_id: str, queries: np.ndarray, k: int, exact: bool = True) -> list[list[Hit]]:
+    def search(self, collection_id: str, queries: np.ndarray, k: int, exact: bool = True) -> list[Ranking]:
         check_k(k)
         self._refuse_dense(collection_id)
 
-    def search_sparse(self, collection_id: str, queries: list[SparseVector], k: int) -> list[list[Hit]]:
+    def search_sparse(self, collection_id: str, queries: list[SparseVector], k: int) -> list[Ranking]:
         check_k(k)
         if k > MAX_RESULT_WINDOW:
             raise ValueError(f"k must be at most {MAX_RESULT_WINDOW} (Elasticsearch's index.max_result_window), got {k}")

@@ -29,12 +29,13 @@ from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedR
 
 from irforge.common.redact import redact_url
 from irforge.corpus.errors import BackendUnavailable, CorpusConflict, CorpusNotFound, CorpusNotReady
-from irforge.corpus.lexical.base import CorpusState, Hit
+from irforge.corpus.lexical.base import CorpusState
 from irforge.corpus.vectors import (
     DOC_ID_FIELD, TIE_MARGIN, check_collection_id, check_k, check_kind, check_queries, check_settings,
     check_sparse, check_sparse_upsert, check_upsert, cut, point_id, reconciled, reconciled_sparse, sparse_meta, term_stats,
 )
 from irforge.corpus.vectors.base import SPARSE_KIND, HnswSettings, SparseVector, VectorBackend, VectorCollectionInfo
+from irforge.ranking import Ranking
 
 MIN_SERVER = (1, 16)        # collection metadata arrived in Qdrant 1.16
 THRESHOLD_KB = 1            # indexing and full-scan thresholds once committed (see the embedded backend)
@@ -273,7 +274,7 @@ class QdrantServerBackend(VectorBackend):
 
     # -- search ---------------------------------------------------------------------------
 
-    def search(self, collection_id: str, queries: np.ndarray, k: int, exact: bool = True) -> list[list[Hit]]:
+    def search(self, collection_id: str, queries: np.ndarray, k: int, exact: bool = True) -> list[Ranking]:
         check_k(k)
         meta = self._require(collection_id)
         if meta["state"] != CorpusState.READY.value:
@@ -281,7 +282,7 @@ class QdrantServerBackend(VectorBackend):
         check_kind(meta, sparse=False)
         array = check_queries(collection_id, queries, meta["dimension"])
         params = models.SearchParams(exact=True) if exact else models.SearchParams(hnsw_ef=meta["hnsw"]["ef_search"])
-        results: list[list[Hit]] = []
+        results: list[Ranking] = []
         for start in range(0, len(array), QUERY_BATCH):
             requests = [
                 # k + TIE_MARGIN candidates, re-ranked by irforge's tie rule: see irforge.corpus.vectors.
@@ -347,7 +348,7 @@ class QdrantServerBackend(VectorBackend):
             if offset is None:
                 return counts
 
-    def search_sparse(self, collection_id: str, queries: list[SparseVector], k: int) -> list[list[Hit]]:
+    def search_sparse(self, collection_id: str, queries: list[SparseVector], k: int) -> list[Ranking]:
         check_k(k)
         meta = self._require(collection_id)
         if meta["state"] != CorpusState.READY.value:
@@ -356,7 +357,7 @@ class QdrantServerBackend(VectorBackend):
         rows = check_sparse(collection_id, queries, meta["dimension"], "queries")
         # Local mode is always exact and warns about search params; a server is told so explicitly.
         params = None if self.url == LOCAL else models.SearchParams(exact=True)
-        results: list[list[Hit]] = []
+        results: list[Ranking] = []
         for start in range(0, len(rows), QUERY_BATCH):
             requests = [
                 models.QueryRequest(query=models.SparseVector(indices=indices, values=values), using=SPARSE_NAME,

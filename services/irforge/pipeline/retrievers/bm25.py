@@ -88,8 +88,8 @@ class Bm25Retriever:
         # Timed per backend call: the corpus service scores SEARCH_CHUNK queries at once.
         search = lambda start, end: self.corpus.batch_search(self.corpus_id, queries[start:end], k)  # noqa: E731
         try:
-            for query_id, hits in self.latency.batched("bm25 search", len(queries), SEARCH_CHUNK, search, BASIS):
-                run[query_id] = {hit.doc_id: hit.score for hit in hits}
+            for query_id, ranking in self.latency.batched("bm25 search", len(queries), SEARCH_CHUNK, search, BASIS):
+                run[query_id] = ranking
                 bar.update(1)
         finally:
             bar.close()

@@ -108,9 +108,9 @@ class DenseRetriever:
         run: Run = {}
         try:
             search = lambda start, end: self._search(query_ids[start:end], vectors[start:end], k)  # noqa: E731
-            for query_id, hits in self.latency.batched(f"{self.name} search", len(query_ids), SEARCH_CHUNK, search,
-                                                       SEARCH_BASIS):
-                run[query_id] = {hit.doc_id: hit.score for hit in hits}
+            for query_id, ranking in self.latency.batched(f"{self.name} search", len(query_ids), SEARCH_CHUNK, search,
+                                                          SEARCH_BASIS):
+                run[query_id] = ranking
                 bar.update(1)
         finally:
             bar.close()

@@ -17,13 +17,15 @@ from __future__ import annotations
 
 import time
 
+import numpy as np
+
 from irforge.data import BeirDataset
 from irforge.data.types import Query, Run
 from irforge.models.reranker import RerankError
 from irforge.pipeline.latency import LatencyRecorder, batch_basis, share
 from irforge.pipeline.progress import ProgressFactory, no_progress
 from irforge.pipeline.retrievers.base import CorpusTracker
-from irforge.ranking import ranked, top_k
+from irforge.ranking import Ranking, ranked, top_k
 
 
 TEXTS_BASIS = ("one pass over the corpus per retrieve for the texts of every query's documents to rerank; "
@@ -62,14 +64,15 @@ class RerankingRetriever:
         if self._dataset is None:
             raise RuntimeError("prepare() first: reranking reads document texts from the dataset")
         first = self.first_stage.retrieve(queries, max(k, self.depth))
-        heads = {query_id: [doc_id for doc_id, _ in ranked(scores)[:self.depth]] for query_id, scores in first.items()}
+        first = {query_id: Ranking.of(scores) for query_id, scores in first.items()}
+        heads = {query_id: ranking.head(self.depth).doc_ids.tolist() for query_id, ranking in first.items()}
         started = time.perf_counter()
         texts = self._texts({doc_id for head in heads.values() for doc_id in head})
         self.latency.batch("rerank document texts", list(heads), time.perf_counter() - started, TEXTS_BASIS)
 
         items = [(query, heads.get(query.query_id, [])) for query in queries if heads.get(query.query_id)]
         bar = self.progress(f"reranking ({self.name})", len(items), "query")
-        run: Run = {query_id: dict(scores) for query_id, scores in first.items()}
+        run: Run = dict(first)
         try:
             for start in range(0, len(items), self.queries_per_call):
                 chunk = items[start:start + self.queries_per_call]
@@ -101,14 +104,20 @@ class RerankingRetriever:
         return texts
 
     @staticmethod
-    def _merge(first: dict[str, float], head: list[str], scores) -> dict[str, float]:
+    def _merge(first: Ranking, head: list[str], scores) -> Ranking:
+        """`head` (the first len(head) documents of `first`) in the reranker's order, above the rest."""
         if len(scores) != len(head):
             raise RerankError(f"the reranker returned {len(scores)} scores for {len(head)} documents")
-        reranked = set(head)
-        rest = {doc_id: score for doc_id, score in first.items() if doc_id not in reranked}
-        base = max(rest.values(), default=0.0)
+        rest_ids, rest_scores = first.doc_ids[len(head):], first.scores[len(head):]
+        base = float(rest_scores[0]) if len(rest_scores) else 0.0  # the best of the rest
         order = ranked(dict(zip(head, (float(score) for score in scores))))
-        return {**rest, **{doc_id: base + (len(order) - position) for position, (doc_id, _) in enumerate(order)}}
+        placed = base + (len(order) - np.arange(len(order), dtype=np.float64))
+        doc_ids = np.concatenate([np.asarray([doc_id for doc_id, _ in order], dtype=object), rest_ids])
+        merged = np.concatenate([placed, rest_scores])
+        if np.all(np.diff(placed) < 0) and (not len(rest_scores) or placed[-1] > rest_scores[0]):
+            return Ranking(doc_ids, merged)
+        # base + 1 == base only for scores beyond 2**53: ties then, which the tie rule must order.
+        return Ranking.of(dict(zip(doc_ids.tolist(), merged.tolist())))
 
     def describe(self) -> dict:
         reranker = self.reranker.describe() if hasattr(self.reranker, "describe") else {"type": type(self.reranker).__name__}
