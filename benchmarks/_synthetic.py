@@ -35,6 +35,7 @@ a raw float32 file (row i = document i); nothing holds the whole corpus.
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from collections import Counter
@@ -102,8 +103,8 @@ class WordModel:
         size = heaps_vocabulary(documents)
         real = real_words(vocabulary_from)[:size]
         taken = set(real)
-        made_up = (made_up_word(n) for n in range(10 * size))
-        words = real + [w for w in made_up if w not in taken][:size - len(real)]
+        made_up = (w for w in map(made_up_word, itertools.count()) if w not in taken)
+        words = real + list(itertools.islice(made_up, size - len(real)))
         rank = np.arange(1, size + 1, dtype=np.float64)
         probability = np.where(rank <= ZIPF_BEND, rank ** -ZIPF_HEAD_SLOPE,
                                ZIPF_BEND ** (ZIPF_TAIL_SLOPE - ZIPF_HEAD_SLOPE) * rank ** -ZIPF_TAIL_SLOPE)
