@@ -30,6 +30,7 @@ Writes benchmarks/results/scale.json.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import math
 import os
@@ -45,7 +46,7 @@ from pathlib import Path
 import numpy as np
 
 import _synthetic
-from _common import rss_mib, table, write_results
+from _common import RESULTS_DIR, rss_mib, table, write_results
 
 SHARED = Path(os.environ.get("IRFORGE_SHARED", "/work/shared")) / "data" / "beir"
 VOCABULARY_FROM = [SHARED / "scifact" / "corpus.jsonl", SHARED / "nfcorpus" / "corpus.jsonl"]
@@ -96,17 +97,25 @@ def worker_bm25_ingest(args, folder: Path) -> dict:
     before = rss_mib()
     start = time.perf_counter()
     last_batch = start
-    indexed = 0
+    indexed, staged = 0, before
     for progress in backend.ingest(CORPUS_ID, batches):
         if progress.committed:
             break
         last_batch = time.perf_counter()
-        indexed = progress.indexed
+        indexed, staged = progress.indexed, rss_mib()
     end = time.perf_counter()
+    # What the commit held, to explain the peak per document: tokens staged, (document, term) entries
+    generation = json.loads((folder / "bm25" / CORPUS_ID / "meta.json").read_text())["generation"]
+    stored = folder / "bm25" / CORPUS_ID / generation
+    with np.load(stored / "tokens.npz") as arrays:
+        staged_tokens = int(arrays["offsets"][-1])
+    index_entries = int(np.load(stored / "index" / "data.csc.index.npy", mmap_mode="r").shape[0])
     return {"documents": indexed, "seconds": end - start, "docs_per_s": indexed / (end - start),
             "tokenize_s": last_batch - start, "commit_s": end - last_batch,
-            "rss_before_mib": before, "peak_rss_mib": peak_rss_mib(), "extra_peak_mib": peak_rss_mib() - before,
-            "disk_mib": dir_mib(folder / "bm25")}
+            "rss_before_mib": before, "rss_staged_mib": staged, "peak_rss_mib": peak_rss_mib(),
+            "extra_peak_mib": peak_rss_mib() - before, "disk_mib": dir_mib(folder / "bm25"),
+            "staged_tokens": staged_tokens, "index_entries": index_entries,
+            "vocabulary": len(json.loads((stored / "tokenizer" / "vocab.tokenizer.json").read_text())["word_to_id"])}
 
 
 def worker_bm25_search(args, folder: Path) -> dict:
@@ -198,8 +207,10 @@ def run_worker(name: str, folder: Path, args) -> dict:
 def prepare(size: int, args, folder: Path) -> dict:
     """Generate the corpus, queries and vectors (or reuse them: same size, seed and queries)."""
     manifest_path = folder / "manifest.json"
+    # the generator's own source is part of the key: a changed word model means a new corpus
+    generator = hashlib.sha256(Path(_synthetic.__file__).read_bytes()).hexdigest()[:16]
     wanted = {"documents": size, "queries": args.queries, "seed": args.seed, "vectors": not args.skip_vectors,
-              "format": 2}
+              "generator": generator}
     if manifest_path.is_file():
         manifest = json.loads(manifest_path.read_text())
         if {k: manifest.get(k) for k in wanted} == wanted:
@@ -265,7 +276,13 @@ def measure_size(size: int, args) -> dict:
     for part in ("bm25", "edge"):
         shutil.rmtree(folder / part, ignore_errors=True)  # measure a fresh build every time
     log(f"{size:,}: BM25 ingest")
-    figures["bm25_ingest"] = run_worker("bm25-ingest", folder, args)
+    ingest = figures["bm25_ingest"] = run_worker("bm25-ingest", folder, args)
+    per_doc = 2**20 / ingest["documents"]
+    ingest.update(staged_mib=ingest["rss_staged_mib"] - ingest["rss_before_mib"],
+                  peak_bytes_per_doc=ingest["extra_peak_mib"] * per_doc,
+                  staged_bytes_per_doc=(ingest["rss_staged_mib"] - ingest["rss_before_mib"]) * per_doc,
+                  tokens_per_doc=ingest["staged_tokens"] / ingest["documents"],
+                  entries_per_doc=ingest["index_entries"] / ingest["documents"])
     log(f"{size:,}: BM25 search, k = {BM25_K}")
     figures["bm25_search"] = run_worker("bm25-search", folder, args)
     queries = json.loads((folder / "queries.json").read_text())
@@ -299,6 +316,12 @@ FIGURES = [
     ("  of it commit s", ("bm25_ingest", "commit_s"), "time"),
     ("BM25 ingest peak RSS MiB", ("bm25_ingest", "peak_rss_mib"), "memory"),
     ("BM25 ingest extra peak MiB", ("bm25_ingest", "extra_peak_mib"), "memory"),
+    ("  staged (before commit) MiB", ("bm25_ingest", "staged_mib"), "memory"),
+    ("  extra peak bytes/doc", ("bm25_ingest", "peak_bytes_per_doc"), "size"),
+    ("  staged bytes/doc", ("bm25_ingest", "staged_bytes_per_doc"), "size"),
+    ("  indexed tokens/doc", ("bm25_ingest", "tokens_per_doc"), "size"),
+    ("  index entries/doc", ("bm25_ingest", "entries_per_doc"), "size"),
+    ("  tokenizer vocabulary", ("bm25_ingest", "vocabulary"), "size"),
     ("BM25 index on disk MiB", ("bm25_ingest", "disk_mib"), "memory"),
     ("BM25 load s", ("bm25_search", "load_s"), "time"),
     ("BM25 index RSS MiB", ("bm25_search", "index_rss_mib"), "memory"),
@@ -347,10 +370,7 @@ def growth(sizes: list[int], by_size: dict[int, dict]) -> list[dict]:
             exponent = {"time": math.log10(factor), "memory": math.log10(factor), "size": None,
                         "rate": 1 - math.log10(factor), "query": -math.log10(factor)}[kind]
             row["cost_exponent"].append(exponent)
-            if exponent is not None and exponent > SUPERLINEAR and kind != "query":
-                row["superlinear"] = True
-            if exponent is not None and kind == "query" and exponent > SUPERLINEAR:
-                row["superlinear"] = True  # a query's cost should grow at most linearly
+            row["superlinear"] |= exponent is not None and exponent > SUPERLINEAR
         rows.append(row)
     return rows
 
@@ -389,6 +409,8 @@ def main() -> None:
             log(f"{size:,} documents measured in {time.perf_counter() - start:,.0f} s; load average "
                 + "/".join(f"{x:.2f}" for x in os.getloadavg()))
             by_size[size]["load_average_after"] = os.getloadavg()
+            # after every size, so that a run stopped during a long last size keeps the others
+            write_results(__file__, payload(args, list(by_size), by_size, complete=len(by_size) == len(sizes)))
     finally:
         if temporary:
             shutil.rmtree(args.work_dir, ignore_errors=True)
@@ -404,10 +426,13 @@ def main() -> None:
     ))
     flagged = [r["figure"] for r in rows if r["superlinear"]]
     print("\nsuper-linear: " + (", ".join(flagged) if flagged else "nothing"))
-    payload = {"sizes": sizes, "queries": args.queries, "seed": args.seed, "bm25_k": BM25_K, "vector_k": VECTOR_K,
-               "superlinear_exponent": SUPERLINEAR, "by_size": {str(n): by_size[n] for n in sizes}, "growth": rows}
-    path = write_results(__file__, payload)
-    print(f"wrote {path}")
+    print(f"wrote {RESULTS_DIR / 'scale.json'}")
+
+
+def payload(args, sizes: list[int], by_size: dict[int, dict], complete: bool) -> dict:
+    return {"complete": complete, "sizes": sizes, "queries": args.queries, "seed": args.seed, "bm25_k": BM25_K,
+            "vector_k": VECTOR_K, "superlinear_exponent": SUPERLINEAR, "by_size": {str(n): by_size[n] for n in sizes},
+            "growth": growth(sizes, by_size)}
 
 
 if __name__ == "__main__":
