@@ -199,6 +199,7 @@ def run_worker(name: str, folder: Path, args) -> dict:
     done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode != 0:
         raise SystemExit(f"worker {name} failed on {folder}:\n{done.stderr[-4000:]}")
+    log(f"  {name}: {done.stdout}")  # the raw figures, in case the run is stopped before its size ends
     return json.loads(done.stdout)
 
 
