@@ -159,7 +159,7 @@ class RemoteCorpus:
         return self._call(self._stub.UpsertSparseVectors, iter([request])).upserted
 
     def sparse_search(self, collection_id: str, query_ids: list[str], vectors: list[SparseVector],
-                      k: int) -> Iterator[tuple[str, list[Hit]]]:
+                      k: int) -> Iterator[tuple[str, Ranking]]:
         if len(query_ids) != len(vectors):
             raise ValueError(f"{len(query_ids)} query ids for {len(vectors)} query vectors")
         for start in range(0, len(query_ids), QUERIES_PER_REQUEST):
@@ -168,7 +168,7 @@ class RemoteCorpus:
                 vectors=protocol.sparse_to_proto(vectors[start:start + QUERIES_PER_REQUEST]), k=k,
             )
             for message in self._stream(self._stub.SparseSearch(request, timeout=self.timeout)):
-                yield message.query_id, protocol.hits_from_proto(message)
+                yield message.query_id, protocol.ranking_from_proto(message)
 
     def close(self) -> None:
         self._channel.close()

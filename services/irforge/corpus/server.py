@@ -186,8 +186,8 @@ class CorpusServicer(corpus_pb2_grpc.CorpusServicer):
     @grpc_stream_method
     def SparseSearch(self, request, context):
         vectors = protocol.sparse_from_proto(request.vectors, len(request.query_ids))
-        for query_id, hits in self.service.sparse_search(request.collection_id, list(request.query_ids), vectors, request.k):
-            yield protocol.hits_to_proto(query_id, hits)
+        for query_id, ranking in self.service.sparse_search(request.collection_id, list(request.query_ids), vectors, request.k):
+            yield protocol.ranking_to_proto(query_id, ranking)
 
 
 def binding(service: CorpusService, **limits) -> ServiceBinding:
