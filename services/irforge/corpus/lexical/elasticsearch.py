@@ -200,14 +200,15 @@ def reachable(url: str):
         ) from None
 
 
-class ElasticsearchBackend(LexicalBackend):
-    name = "elasticsearch"
+class ElasticsearchConnection:
+    """What both Elasticsearch backends (BM25 here, sparse vectors in corpus/vectors) hold: the
+    checked options, the client (credentials read from the environment), the server's version."""
 
-    def __init__(
-        self, url: str, *, api_key_env: str | None = None, username_env: str | None = None,
-        password_env: str | None = None, ca_certs: str | None = None, index_prefix: str = "irforge-",
-        replicas: int = 0, request_timeout: float = 60, max_retries: int = 5, bulk_batch_size: int = 500,
-    ):
+    def _connect(
+        self, url: str, *, api_key_env: str | None, username_env: str | None, password_env: str | None,
+        ca_certs: str | None, index_prefix: str, replicas: int, request_timeout: float, max_retries: int,
+        bulk_batch_size: int,
+    ) -> None:
         if not _SAFE_PREFIX.match(index_prefix):
             raise ValueError(f"index prefix {index_prefix!r} must be lowercase letters, digits, '.', '_', '-'")
         if (username_env is None) != (password_env is None):
@@ -229,6 +230,19 @@ class ElasticsearchBackend(LexicalBackend):
     def _reachable(self):
         with reachable(self.url):
             yield
+
+
+class ElasticsearchBackend(ElasticsearchConnection, LexicalBackend):
+    name = "elasticsearch"
+
+    def __init__(
+        self, url: str, *, api_key_env: str | None = None, username_env: str | None = None,
+        password_env: str | None = None, ca_certs: str | None = None, index_prefix: str = "irforge-",
+        replicas: int = 0, request_timeout: float = 60, max_retries: int = 5, bulk_batch_size: int = 500,
+    ):
+        self._connect(url, api_key_env=api_key_env, username_env=username_env, password_env=password_env,
+                      ca_certs=ca_certs, index_prefix=index_prefix, replicas=replicas,
+                      request_timeout=request_timeout, max_retries=max_retries, bulk_batch_size=bulk_batch_size)
 
     # -- metadata -------------------------------------------------------------------------
 

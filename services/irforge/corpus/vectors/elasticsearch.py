@@ -42,19 +42,16 @@ from __future__ import annotations
 
 import re
 import secrets
-import threading
-from contextlib import contextmanager
 from typing import NoReturn
 
 import numpy as np
 from elasticsearch import ApiError, NotFoundError
 from elasticsearch.helpers import streaming_bulk
 
-from irforge.common.redact import redact_url
 from irforge.corpus.errors import CorpusBusy, CorpusConflict, CorpusError, CorpusNotFound, CorpusNotReady
 from irforge.corpus.lexical.base import CorpusState
 from irforge.corpus.lexical.elasticsearch import (
-    CLIENT_VERSION, MAX_RESULT_WINDOW, MSEARCH_CHUNK, _reason, open_client, reachable,
+    CLIENT_VERSION, MAX_RESULT_WINDOW, MSEARCH_CHUNK, ElasticsearchConnection, _reason,
 )
 from irforge.corpus.vectors import (
     check_collection_id, check_k, check_sparse, check_sparse_upsert, cut, reconciled_sparse, sparse_meta,
@@ -70,7 +67,6 @@ WEIGHT_PRECISION = ("stored weights keep 9 significant bits (Lucene FeatureField
                     "2^-8 (0.39 %) below the float32 sent, so a score is at most 0.39 % below the exact dot product")
 SCORING = "dot product over the stored weights (sparse_vector query, query_vector, prune false)"
 # Index names are lowercase and at most 255 bytes: 55 for the prefix, 200 for the collection id.
-_SAFE_PREFIX = re.compile(r"^([a-z0-9][a-z0-9._-]{0,54})?$")
 
 
 def term_key(index: int) -> str:
@@ -151,7 +147,7 @@ def stats_as_document_terms(stats: dict) -> dict:
     return {"documents": documents, "mean": round(total / documents, 2), "max": int(stats["max"]), "total": total}
 
 
-class ElasticsearchSparseBackend(VectorBackend):
+class ElasticsearchSparseBackend(ElasticsearchConnection, VectorBackend):
     name = "elasticsearch"
 
     def __init__(
@@ -159,27 +155,9 @@ class ElasticsearchSparseBackend(VectorBackend):
         password_env: str | None = None, ca_certs: str | None = None, index_prefix: str = "irforge-vectors-",
         replicas: int = 0, request_timeout: float = 60, max_retries: int = 5, bulk_batch_size: int = 500,
     ):
-        if not _SAFE_PREFIX.match(index_prefix):
-            raise ValueError(f"index prefix {index_prefix!r} must be lowercase letters, digits, '.', '_', '-'")
-        if (username_env is None) != (password_env is None):
-            raise ValueError("give both username_env and password_env, or neither")
-        if bulk_batch_size <= 0:
-            raise ValueError(f"bulk_batch_size must be positive, got {bulk_batch_size}")
-        self.url = redact_url(url)
-        self.index_prefix = index_prefix
-        self.replicas = replicas
-        self.max_retries = max_retries
-        self.bulk_batch_size = bulk_batch_size
-        self._lock = threading.RLock()
-        self._client, self.server_version = open_client(
-            url, api_key_env=api_key_env, username_env=username_env, password_env=password_env, ca_certs=ca_certs,
-            request_timeout=request_timeout, max_retries=max_retries,
-        )
-
-    @contextmanager
-    def _reachable(self):
-        with reachable(self.url):
-            yield
+        self._connect(url, api_key_env=api_key_env, username_env=username_env, password_env=password_env,
+                      ca_certs=ca_certs, index_prefix=index_prefix, replicas=replicas,
+                      request_timeout=request_timeout, max_retries=max_retries, bulk_batch_size=bulk_batch_size)
 
     # -- metadata -------------------------------------------------------------------------
 
