@@ -40,7 +40,6 @@ server, so the cut at k is exact under irforge's tie rule; k is at most index.ma
 
 from __future__ import annotations
 
-import re
 import secrets
 from typing import NoReturn
 
