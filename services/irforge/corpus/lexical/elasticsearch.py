@@ -78,10 +78,15 @@ def index_body(settings: Bm25Settings, meta: dict, *, replicas: int = 0) -> dict
 
 def search_body(query_text: str, k: int) -> dict:
     """BEIR's Elasticsearch query, ties broken by doc id descending like trec_eval."""
+    return ranked_search_body({"multi_match": {
+        "query": query_text, "type": "best_fields", "fields": list(FIELDS), "tie_breaker": TIE_BREAKER,
+    }}, k)
+
+
+def ranked_search_body(query: dict, k: int) -> dict:
+    """A search for `query`'s top k in trec_eval's order, scores only (both Elasticsearch backends)."""
     return {
-        "query": {"multi_match": {
-            "query": query_text, "type": "best_fields", "fields": list(FIELDS), "tie_breaker": TIE_BREAKER,
-        }},
+        "query": query,
         "size": k,
         # Sorting on the doc id after the score makes the cut at k exact on ties, not index order.
         "sort": [{"_score": "desc"}, {"doc_id": "desc"}],

@@ -50,7 +50,7 @@ from elasticsearch.helpers import streaming_bulk
 from irforge.corpus.errors import CorpusBusy, CorpusConflict, CorpusError, CorpusNotFound, CorpusNotReady
 from irforge.corpus.lexical.base import CorpusState
 from irforge.corpus.lexical.elasticsearch import (
-    CLIENT_VERSION, MAX_RESULT_WINDOW, MSEARCH_CHUNK, ElasticsearchConnection, _reason,
+    CLIENT_VERSION, MAX_RESULT_WINDOW, MSEARCH_CHUNK, ElasticsearchConnection, _reason, ranked_search_body,
 )
 from irforge.corpus.vectors import (
     check_collection_id, check_k, check_sparse, check_sparse_upsert, cut, reconciled_sparse, sparse_meta,
@@ -120,15 +120,7 @@ def document(doc_id: str, terms: dict[str, float]) -> dict:
 
 def search_body(terms: dict[str, float], k: int) -> dict:
     """The exact dot product of one query with every document sharing a term, ties by doc id descending."""
-    return {
-        "query": {"sparse_vector": {"field": VECTOR_FIELD, "query_vector": terms, "prune": False}},
-        "size": k,
-        # Sorting on the doc id after the score makes the cut at k exact on ties, not index order.
-        "sort": [{"_score": "desc"}, {"doc_id": "desc"}],
-        "track_scores": True,
-        "track_total_hits": False,
-        "_source": False,
-    }
+    return ranked_search_body({"sparse_vector": {"field": VECTOR_FIELD, "query_vector": terms, "prune": False}}, k)
 
 
 def hits_from_response(response: dict, k: int) -> Ranking:
