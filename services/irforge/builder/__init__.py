@@ -1,0 +1,1 @@
+"""The one builder from a configuration to a pipeline (irforge.builder.pipeline)."""

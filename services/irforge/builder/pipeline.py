@@ -1,0 +1,302 @@
+"""The one builder: a validated PipelineConfig to retrievers, a reranker and an evaluator, in
+process or over the services. `irforge eval`, `eval-instructions`, `bench`, the Python API and
+every orchestrator step build through it, so they cannot drift.
+
+Where the parts run is a `Placement`: from the configuration's `services` section (the command
+line), or the orchestrator's own services with deadlines on every call (a job). Each part is made
+once per builder and closed with the caller's ExitStack.
+"""
+
+from __future__ import annotations
+
+from contextlib import ExitStack
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+from irforge.pipeline.progress import ProgressFactory, tqdm_progress
+from irforge.config import ConfigError, PipelineConfig
+from irforge.config.pipeline import DEFAULT_MODEL
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where the services are (HOST:PORT; None = in this process) and the deadlines of their calls
+    (None: the clients' own). `remote_only`: a part with no address is an error naming `role`'s
+    setting, not an in-process one (an orchestrator's jobs run on its services)."""
+    corpus: str | None = None
+    evaluator: str | None = None
+    encoder: str | None = None
+    call_timeout_s: float | None = None
+    long_call_timeout_s: float | None = None
+    remote_only: bool = False
+
+    @classmethod
+    def of(cls, config: PipelineConfig) -> Placement:
+        services = config.services
+        return cls(corpus=services.corpus, evaluator=services.evaluator, encoder=services.encoder)
+
+    def address(self, role: str) -> str | None:
+        address = getattr(self, role)
+        if not address and self.remote_only:
+            raise ConfigError(f"this job needs the {role} service, and the orchestrator has no --{role}-server "
+                              f"(or IRFORGE_{role.upper()}_SERVER) configured")
+        return address
+
+    def timeouts(self, long: bool = False) -> dict:
+        value = self.long_call_timeout_s if long else self.call_timeout_s
+        return {} if value is None else {"timeout": value}
+
+
+class PipelineBuilder:
+    """The parts of the pipeline a configuration asks for (see the module docstring)."""
+
+    def __init__(self, config: PipelineConfig, stack: ExitStack, *, placement: Placement | None = None,
+                 progress: ProgressFactory = tqdm_progress, embedding_cache: Path | None = None):
+        self.config = config
+        self.stack = stack
+        self.placement = placement if placement is not None else Placement.of(config)
+        self.progress = progress
+        self._cache_path = embedding_cache
+
+    def _closing(self, client):
+        self.stack.callback(client.close)
+        return client
+
+    # -- settings -----------------------------------------------------------------------------
+    def bm25_settings(self):
+        from irforge.corpus.settings import Bm25Settings
+
+        return Bm25Settings(k1=self.config.bm25.k1, b=self.config.bm25.b)
+
+    def encoder_spec(self):
+        from irforge.models.encoder import EncoderSpec
+
+        encoder = self.config.encoder
+        return EncoderSpec(model=encoder.model_name, revision=encoder.revision, query_prefix=encoder.query_prefix,
+                           passage_prefix=encoder.passage_prefix, normalize=encoder.normalize,
+                           max_seq_length=encoder.max_seq_length, batch_size=encoder.batch_size, device=encoder.device,
+                           precision=encoder.precision)
+
+    def hnsw_settings(self):
+        from irforge.corpus.vectors.base import HnswSettings
+
+        vectors = self.config.vectors
+        return HnswSettings(m=vectors.hnsw_m, ef_construct=vectors.hnsw_ef_construct, ef_search=vectors.hnsw_ef)
+
+    def fusion_settings(self):
+        from irforge.pipeline.retrievers.hybrid import FusionSettings
+
+        fusion = self.config.fusion
+        return FusionSettings(method=fusion.method, rrf_k=fusion.rrf_k, weights=tuple(fusion.weights))
+
+    # -- what the endpoint is -----------------------------------------------------------------
+    @cached_property
+    def endpoint(self):
+        """The team endpoint's spec with the configuration's overrides, or None."""
+        config = self.config.endpoint
+        if config.spec is None:
+            return None
+        from irforge.endpoints.spec import EndpointSpec
+
+        spec = EndpointSpec.from_file(Path(config.spec)).with_overrides(
+            url=config.url, model=config.model, batch_size=config.batch_size, max_concurrency=config.max_concurrency,
+            request_budget=config.request_budget)
+        if spec.kind.startswith("rerank-"):
+            raise ConfigError(f"{spec.source} is a {spec.kind} endpoint: pass it with --reranker-endpoint")
+        return spec
+
+    @property
+    def embeddings_endpoint(self) -> bool:
+        return self.endpoint is not None and self.endpoint.kind == "openai-embeddings"
+
+    @property
+    def search_endpoint(self) -> bool:
+        return self.endpoint is not None and self.endpoint.kind.startswith("search-")
+
+    @property
+    def needs_vectors(self) -> bool:
+        return (self.config.retriever in ("dense", "hybrid", "sparse") and self.endpoint is None) or self.embeddings_endpoint
+
+    # -- services -----------------------------------------------------------------------------
+    @cached_property
+    def corpus(self):
+        address = self.placement.address("corpus")
+        if address:
+            from irforge.corpus.client import RemoteCorpus
+
+            long = self.placement.timeouts(long=True)
+            client = RemoteCorpus(address, **self.placement.timeouts(),
+                                  **({"ingest_timeout": long["timeout"]} if long else {}))
+        else:
+            from irforge.corpus.core import CorpusService
+            from irforge.corpus.lexical import make_backend
+
+            stores = self.config.stores
+            vectors = None
+            if self.needs_vectors:
+                from irforge.corpus.vectors import SPARSE_ONLY, make_vector_backend
+
+                if self.config.vectors.backend in SPARSE_ONLY and not self.config.sparse:
+                    raise ConfigError(f"--vector-backend {self.config.vectors.backend} holds learned sparse vectors only "
+                                      "(--retriever sparse, --hybrid-with sparse); dense vectors need --vector-backend "
+                                      "embedded or qdrant")
+                vectors = make_vector_backend(self.config.vectors.backend, vector_dir=stores.vector_dir,
+                                              qdrant_url=stores.qdrant_url, elasticsearch_url=stores.elasticsearch_url)
+            client = CorpusService(make_backend(self.config.bm25.backend, index_dir=stores.index_dir,
+                                                elasticsearch_url=stores.elasticsearch_url), vectors)
+        return self._closing(client)
+
+    @cached_property
+    def evaluator(self):
+        address = self.placement.address("evaluator")
+        if address:
+            from irforge.evaluator.client import RemoteEvaluator
+
+            return self._closing(RemoteEvaluator(address, **self.placement.timeouts()))
+        from irforge.evaluator.core import Evaluator
+
+        return Evaluator()
+
+    @cached_property
+    def cache(self):
+        from irforge.models.cache import EmbeddingCache, default_cache_path
+
+        stored = self.config.stores.embedding_cache
+        path = self._cache_path or (Path(stored) if stored else default_cache_path())
+        return self._closing(EmbeddingCache(path))
+
+    def encoder(self):
+        """(encoder, where it runs): the team's embeddings endpoint, a remote gRPC Encoder, a Ray
+        Serve deployment on loopback, or in-process; a SparseEncoder for a learned sparse stage."""
+        if self.embeddings_endpoint:
+            from irforge.endpoints.embeddings import EndpointEncoder
+
+            return EndpointEncoder(self.endpoint), f"endpoint {self.endpoint.public()['host']}"
+        sparse = self.config.sparse
+        address = self.placement.address("encoder")
+        if address:
+            return self._remote_encoder(address, sparse)
+        return local_encoder(self.encoder_spec(), self.config.encoder.ray, self.stack, sparse,
+                             self.config.encoder.max_active_dims)
+
+    def _remote_encoder(self, address: str, sparse: bool):
+        from irforge.models.client import remote_encoder
+
+        wanted = self.config.encoder.max_active_dims
+        encoder = self._closing(remote_encoder(address, sparse, model=self.config.encoder.model or "",
+                                               **self.placement.timeouts()))
+        if sparse and wanted is not None and encoder.identity["max_active_dims"] != wanted:
+            raise ConfigError(f"--max-active-dims {wanted}: the encoder server {address} serves {encoder.name} with "
+                              f"max_active_dims {encoder.identity['max_active_dims']} (set it where the server starts: "
+                              "irforge service models --sparse --max-active-dims N)")
+        return encoder, f"grpc {address}"
+
+    # -- retrievers ---------------------------------------------------------------------------
+    def lexical(self):
+        from irforge.pipeline.retrievers.bm25 import Bm25Retriever
+
+        return Bm25Retriever(self.corpus, self.bm25_settings(), self.progress)
+
+    def vector(self):
+        """The vector retriever: dense, or learned sparse (SparseRetriever) when the configuration asks for it."""
+        encoder, location = self.encoder()
+        if self.config.sparse:
+            from irforge.pipeline.retrievers.sparse import SparseRetriever
+
+            return SparseRetriever(self.corpus, encoder, self.cache, self.progress, encoder_location=location)
+        from irforge.pipeline.retrievers.dense import DenseRetriever
+
+        return DenseRetriever(self.corpus, encoder, self.cache, self.progress, exact=self.config.vectors.search == "exact",
+                              hnsw=self.hnsw_settings(), encoder_location=location)
+
+    def first_stage(self):
+        """Retrieval before any reranking: a search endpoint, BM25, dense/sparse, or their fusion."""
+        if self.search_endpoint:
+            from irforge.endpoints.search import GrpcSearchRetriever, HttpSearchRetriever
+
+            kinds = {"search-http": HttpSearchRetriever, "search-grpc": GrpcSearchRetriever}
+            return kinds[self.endpoint.kind](self.endpoint, self.progress)
+        if self.endpoint is None and self.config.retriever == "bm25":
+            return self.lexical()
+        if self.config.retriever == "hybrid":
+            from irforge.pipeline.retrievers.hybrid import HybridRetriever
+
+            return HybridRetriever(self.lexical(), self.vector(), self.fusion_settings())
+        return self.vector()
+
+    def reranker(self):
+        """The reranker the configuration asks for, or None."""
+        rerank = self.config.rerank
+        if rerank.model:
+            from irforge.models.reranker import CrossEncoderReranker, RerankerSpec
+
+            spec = RerankerSpec(model=rerank.model, device=self.config.encoder.device, precision=self.config.encoder.precision)
+            if self.config.encoder.ray:
+                from irforge.models.reranker_serve import (DEFAULT_APP_NAME, RayReranker, RerankerDeploymentConfig,
+                                                           start_reranker_app)
+                from irforge.models.serve import release_local_ray, start_local_ray
+
+                self.stack.callback(release_local_ray, start_local_ray(), DEFAULT_APP_NAME)
+                return RayReranker(start_reranker_app(spec, RerankerDeploymentConfig()))
+            return CrossEncoderReranker(spec)
+        if rerank.endpoint:
+            from irforge.endpoints.rerank import GrpcReranker, HttpReranker
+            from irforge.endpoints.spec import EndpointSpec
+
+            endpoint = self.config.endpoint
+            spec = EndpointSpec.from_file(Path(rerank.endpoint)).with_overrides(
+                url=endpoint.url, model=endpoint.model, batch_size=endpoint.batch_size,
+                max_concurrency=endpoint.max_concurrency, request_budget=endpoint.request_budget)
+            kinds = {"rerank-http": HttpReranker, "rerank-grpc": GrpcReranker}
+            if spec.kind not in kinds:
+                raise ConfigError(f"--reranker-endpoint needs kind rerank-http or rerank-grpc, {spec.source} has {spec.kind}")
+            return self._closing(kinds[spec.kind](spec))
+        if rerank.listwise_llm:
+            from irforge.models.listwise import ListwiseLLMReranker
+
+            return ListwiseLLMReranker(rerank.listwise_llm, rerank.listwise_model, api_key_env=rerank.listwise_api_key_env)
+        return None
+
+    def retriever(self):
+        """The whole retriever: the first stage, reranked when the configuration asks."""
+        first = self.first_stage()
+        reranker = self.reranker()
+        if reranker is None:
+            return first
+        from irforge.pipeline.retrievers.rerank import RerankingRetriever
+
+        return RerankingRetriever(first, reranker, depth=self.config.rerank.depth, progress=self.progress)
+
+    def mode(self) -> str:
+        """Where the parts ran, as results.json records it."""
+        addresses = {"corpus": self.placement.corpus, "evaluator": self.placement.evaluator}
+        if self.needs_vectors:
+            addresses["encoder"] = self.placement.encoder
+        if not any(addresses.values()):
+            return "in-process"
+        return " ".join(f"{role}={address or 'in-process'}" for role, address in addresses.items())
+
+
+def local_encoder(spec, use_ray: bool, stack: ExitStack, sparse: bool = False, max_active_dims: int | None = None):
+    """(encoder, where it runs): a Ray Serve deployment on loopback, or the core in-process; a
+    SparseEncoder (SPLADE) when `sparse`, keeping `max_active_dims` weights per vector."""
+    if use_ray:
+        from irforge.models.serve import (DEFAULT_APP_NAME, EncoderDeploymentConfig, RayEncoder, RaySparseEncoder,
+                                          release_local_ray, start_encoder_app, start_local_ray)
+
+        # A Ray this process already runs (a notebook's, a test session's) keeps running afterwards.
+        stack.callback(release_local_ray, start_local_ray(), DEFAULT_APP_NAME)
+        handle = start_encoder_app(spec, EncoderDeploymentConfig(), kind="sparse" if sparse else "dense",
+                                   max_active_dims=max_active_dims)
+        return (RaySparseEncoder if sparse else RayEncoder)(handle), "ray-serve (local, loopback)"
+    if sparse:
+        from irforge.models.sparse_encoder import SparseEncoderCore
+
+        return SparseEncoderCore(spec, max_active_dims), "in-process"
+    from irforge.models.encoder import EncoderCore
+
+    return EncoderCore(spec), "in-process"
+
+
+__all__ = ["DEFAULT_MODEL", "Placement", "PipelineBuilder", "local_encoder"]

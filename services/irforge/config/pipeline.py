@@ -1,0 +1,251 @@
+"""The pipeline configuration: every option `irforge eval`, `eval-instructions`, `bench` and an
+orchestrator job take, as typed sections of one frozen value. Declared once here; the command
+line, the Python API, YAML/JSON files and job specs are derived from these fields.
+
+Why dataclasses (not pydantic): no new dependency in the lowest layers, frozen values that hash
+and compare, and the field metadata (irforge.config.options) carries what a command line needs;
+the checks are plain functions that name the option, the same words whichever door it came in.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from irforge.common.checks import minimum_problem, range_problem
+from irforge.config.options import option
+
+RETRIEVERS = ("bm25", "dense", "hybrid", "sparse")
+FUSION_METHODS = ("rrf", "linear")
+PRECISIONS = ("float32", "float16", "bfloat16")
+DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+# Ranges (the same numbers the retrievers' own settings check; kept here so the configuration,
+# the lowest layer that sees a value, refuses it before any work).
+K1_RANGE = (0.0, 10.0)
+B_RANGE = (0.0, 1.0)
+RRF_K_RANGE = (0.0, 1e6)
+HNSW_MINIMUMS = {"m": 2, "ef_construct": 4, "ef_search": 1}
+
+
+def _within(low, high):
+    return lambda value: range_problem(value, low, high)
+
+
+def _at_least(low):
+    return lambda value: None if value is None else minimum_problem(value, low)
+
+
+def _weights(text: str) -> tuple[float, ...]:
+    try:
+        return tuple(float(w) for w in text.split(","))
+    except ValueError:
+        raise ValueError(f"must be two numbers like 1,1; got {text!r}") from None
+
+
+def _weights_problem(weights) -> str | None:
+    if len(weights) != 2:
+        return f"needs two weights (bm25, dense); got {list(weights)}"
+    if not all(math.isfinite(w) and w >= 0 for w in weights) or not any(weights):
+        return f"must be two finite numbers >= 0, not both 0; got {list(weights)}"
+    return None
+
+
+def _template(text: str) -> str:
+    """A template typed on a command line: \\n and \\t mean a newline and a tab."""
+    return text.replace("\\n", "\n").replace("\\t", "\t")
+
+
+def _template_problem(value) -> str | None:
+    if value is None:
+        return None
+    missing = [p for p in ("{query}", "{instruction}") if p not in value]
+    return f"must contain {{query}} and {{instruction}}; {value!r} lacks {', '.join(missing)}" if missing else None
+
+
+@dataclass(frozen=True)
+class EvaluationConfig:
+    measures: tuple[str, ...] | None = option(
+        None, "--measure", "measure to report (repeatable; default: the command's own: eval nDCG@10 R@100 AP@100 RR@10 "
+        "P@10 Judged@10, eval-instructions nDCG@10)", repeatable=True, short="-m", metavar="MEASURE", key="measures")
+    keep_identical_ids: bool = option(
+        False, "--keep-identical-ids", "keep retrieved documents whose id equals the query id (BEIR drops them; default: drop)")
+
+
+@dataclass(frozen=True)
+class Bm25Config:
+    backend: str = option("embedded", "--backend", "lexical backend when in-process", choices=("embedded", "elasticsearch"))
+    k1: float = option(0.9, "--k1", "BM25 k1", check=_within(*K1_RANGE))
+    b: float = option(0.4, "--b", "BM25 b", check=_within(*B_RANGE))
+
+
+@dataclass(frozen=True)
+class EncoderConfig:
+    model: str | None = option(
+        None, "--model", f"sentence-transformers model: a folder or a hub name (default {DEFAULT_MODEL}; with a remote "
+        "encoder, the only model it serves)")
+    revision: str | None = option(None, "--model-revision", "hub revision of the model (a folder is identified by its weights' hash)")
+    query_prefix: str = option("", "--query-prefix", "text put before every query, e.g. 'query: ' for E5")
+    passage_prefix: str = option("", "--passage-prefix", "text put before every document, e.g. 'passage: ' for E5")
+    max_seq_length: int | None = option(None, "--max-seq-length", "token cap (default: the model's own)", check=_at_least(1))
+    normalize: bool = option(True, "--no-normalize", "keep raw vectors and score by dot product (default: cosine)", inverted=True)
+    batch_size: int = option(64, "--encode-batch-size", "texts per forward pass of the encoder", check=_at_least(1))
+    device: str | None = option(None, "--device", "cpu, cuda, cuda:1 (default: CUDA when present)")
+    precision: str = option("float32", "--precision", "model precision (16-bit on GPU)", choices=PRECISIONS)
+    max_active_dims: int | None = option(
+        None, "--max-active-dims", "sparse: keep each vector's N largest weights (default: the model's own setting, usually all)",
+        check=_at_least(1), metavar="N")
+    ray: bool = option(False, "--ray", "encode (and rerank) through a Ray Serve deployment on this machine (loopback only)")
+
+    @property
+    def model_name(self) -> str:
+        return self.model or DEFAULT_MODEL
+
+
+@dataclass(frozen=True)
+class VectorsConfig:
+    backend: str = option(
+        "embedded", "--vector-backend", "where vectors live: embedded (Qdrant Edge, on disk), a Qdrant server, or "
+        "Elasticsearch (learned sparse only, at --elasticsearch-url)", choices=("embedded", "qdrant", "elasticsearch"))
+    search: str = option("exact", "--search", "exact search reproduces published figures", choices=("exact", "hnsw"))
+    hnsw_m: int = option(16, "--hnsw-m", "--search hnsw: links per node", check=_at_least(HNSW_MINIMUMS["m"]))
+    hnsw_ef_construct: int = option(100, "--hnsw-ef-construct", "--search hnsw: build beam width",
+                                    check=_at_least(HNSW_MINIMUMS["ef_construct"]))
+    hnsw_ef: int = option(128, "--hnsw-ef", "--search hnsw: search beam width", check=_at_least(HNSW_MINIMUMS["ef_search"]))
+
+
+@dataclass(frozen=True)
+class FusionConfig:
+    method: str = option("rrf", "--fusion", "hybrid: reciprocal-rank fusion or normalised linear", choices=FUSION_METHODS)
+    rrf_k: float = option(60.0, "--rrf-k", "hybrid rrf: the k in 1/(k + rank)", check=_within(*RRF_K_RANGE))
+    weights: tuple[float, ...] = option((1.0, 1.0), "--fusion-weights", "hybrid run weights", parse=_weights,
+                                        check=_weights_problem, metavar="BM25,DENSE")
+    hybrid_with: str = option("dense", "--hybrid-with", "hybrid: fuse BM25 with the dense run or with a learned sparse "
+                              "run (--model a SparseEncoder)", choices=("dense", "sparse"))
+
+
+@dataclass(frozen=True)
+class EndpointConfig:
+    spec: str | None = option(None, "--endpoint", "your model endpoint: openai-embeddings (irforge indexes and searches "
+                              "its vectors), search-http or search-grpc (your endpoint retrieves)", metavar="SPEC.yaml")
+    url: str | None = option(None, "--endpoint-url", "override the spec's url")
+    model: str | None = option(None, "--endpoint-model", "override the spec's model")
+    batch_size: int | None = option(None, "--endpoint-batch-size", "override the spec's batch_size", check=_at_least(1))
+    max_concurrency: int | None = option(None, "--endpoint-max-concurrency", "override the spec's max_concurrency",
+                                         check=_at_least(1))
+    request_budget: int | None = option(None, "--endpoint-request-budget", "override the spec's request_budget",
+                                        check=_at_least(1))
+
+
+@dataclass(frozen=True)
+class RerankConfig:
+    model: str | None = option(None, "--reranker", "rerank the first stage with this CrossEncoder (folder or hub name)",
+                               metavar="MODEL")
+    endpoint: str | None = option(None, "--reranker-endpoint", "rerank with your rerank-http or rerank-grpc endpoint",
+                                  metavar="SPEC.yaml")
+    listwise_llm: str | None = option(None, "--listwise-llm", "rerank listwise (RankGPT sliding window) with this "
+                                      "OpenAI-compatible chat endpoint (base URL incl. /v1)", metavar="URL")
+    listwise_model: str | None = option(None, "--listwise-model", "chat model name for --listwise-llm")
+    listwise_api_key_env: str | None = option(None, "--listwise-api-key-env", "environment variable holding the chat "
+                                              "endpoint's key", metavar="VAR")
+    depth: int = option(100, "--rerank-depth", "documents of the first stage reranked per query", check=_at_least(1))
+
+    @property
+    def chosen(self) -> list[str]:
+        return [name for name in ("model", "endpoint", "listwise_llm") if getattr(self, name)]
+
+
+@dataclass(frozen=True)
+class StoresConfig:
+    """Where irforge keeps indexes, vectors and embeddings (never inside OUT): locations, not
+    choices, so a team's script may set them once for every run."""
+    index_dir: str | None = option(None, "--index-dir", "embedded BM25 indexes (default $IRFORGE_INDEX_DIR or the user data dir)",
+                                   location=True)
+    vector_dir: str | None = option(None, "--vector-dir", "embedded vector collections (default $IRFORGE_VECTOR_DIR or the "
+                                    "user data dir)", location=True)
+    embedding_cache: str | None = option(None, "--embedding-cache", "embedding cache file (default $IRFORGE_CACHE_DIR or "
+                                         "the user cache dir)", location=True)
+    elasticsearch_url: str | None = option(None, "--elasticsearch-url", "Elasticsearch URL for --backend elasticsearch and "
+                                           "--vector-backend elasticsearch (default $IRFORGE_ELASTICSEARCH_URL)")
+    qdrant_url: str | None = option(None, "--qdrant-url", "Qdrant server URL for --vector-backend qdrant (default "
+                                    "$IRFORGE_QDRANT_URL)")
+
+
+@dataclass(frozen=True)
+class ServicesConfig:
+    server: str | None = option(None, "--server", "use running irforge services (corpus, evaluator, encoder) at this "
+                                "address", metavar="HOST:PORT")
+    corpus_server: str | None = option(None, "--corpus-server", "corpus service address (overrides --server)", metavar="HOST:PORT")
+    evaluator_server: str | None = option(None, "--evaluator-server", "evaluator service address (overrides --server)",
+                                          metavar="HOST:PORT")
+    encoder_server: str | None = option(None, "--encoder-server", "encoder service address (overrides --server)",
+                                        metavar="HOST:PORT")
+
+    @property
+    def corpus(self) -> str | None:
+        return self.corpus_server or self.server
+
+    @property
+    def evaluator(self) -> str | None:
+        return self.evaluator_server or self.server
+
+    @property
+    def encoder(self) -> str | None:
+        return self.encoder_server or self.server
+
+
+@dataclass(frozen=True)
+class HolesConfig:
+    depth: int | None = option(None, "--fill-holes", "after evaluating, judge the unlabelled documents of each query's "
+                               "top K (see judge-holes): results.json gets `holes`, OUT gets qrels.judged.tsv",
+                               check=_at_least(1), metavar="K")
+    judge: str = option("embedded", "--judge", "'embedded' (the local encoder judge) or a judge spec YAML (kind: "
+                        "openai-chat)", metavar="embedded|FILE")
+    store: str | None = option(None, "--store", "judgement store (default $IRFORGE_JUDGE_STORE or the user data dir)",
+                               location=True)
+    thresholds: str | None = option(None, "--thresholds", "embedded judge thresholds file (default "
+                                    "$IRFORGE_JUDGE_THRESHOLDS, the user data dir, else the built-in ones)")
+    relevant_from: int = option(2, "--relevant-from", "judge labels at or above this count as relevant", choices=(1, 2, 3))
+
+
+@dataclass(frozen=True)
+class InstructionsConfig:
+    template: str | None = option(
+        None, "--instruction-template", "how text models (BM25, bi-encoders, rerankers) get query and instruction: a "
+        "template with {query} and {instruction}, e.g. 'Instruct: {instruction}\\nQuery: {query}' (\\n = newline); "
+        "default: query + ' ' + instruction, the InfoSearch/FollowIR convention. Search endpoints always get the "
+        "instruction as its own field", parse=_template, check=_template_problem, metavar="TEMPLATE")
+    robustness_k: int = option(10, "--robustness-k", "InstructIR: the k of Robustness@k", check=_at_least(1))
+
+
+@dataclass(frozen=True)
+class PipelineConfig:
+    """One evaluation: what to evaluate (dataset, split), the system (retriever and its sections,
+    endpoint, reranker), how it is scored, and where its parts run and keep their files."""
+    dataset: str = option("", "--dataset", "BEIR folder (corpus.jsonl, queries.jsonl, qrels/<split>.tsv), or a downloaded "
+                          "dataset's name, e.g. beir/scifact (irforge datasets list)")
+    split: str = option("test", "--split", "the qrels/<split>.tsv to evaluate")
+    retriever: str = option("bm25", "--retriever", "bm25, dense (--model), hybrid (bm25 + dense, fused) or sparse "
+                            "(--model: a SparseEncoder, e.g. SPLADE); --endpoint replaces it", choices=RETRIEVERS)
+    top_k: int = option(1000, "--top-k", "documents retrieved per query", check=_at_least(1))
+    evaluation: EvaluationConfig = field(default_factory=EvaluationConfig)
+    bm25: Bm25Config = field(default_factory=Bm25Config)
+    encoder: EncoderConfig = field(default_factory=EncoderConfig)
+    vectors: VectorsConfig = field(default_factory=VectorsConfig)
+    fusion: FusionConfig = field(default_factory=FusionConfig)
+    endpoint: EndpointConfig = field(default_factory=EndpointConfig)
+    rerank: RerankConfig = field(default_factory=RerankConfig)
+    holes: HolesConfig = field(default_factory=HolesConfig)
+    instructions: InstructionsConfig = field(default_factory=InstructionsConfig)
+    stores: StoresConfig = field(default_factory=StoresConfig)
+    services: ServicesConfig = field(default_factory=ServicesConfig)
+
+    # -- what the configuration asks for (the builder and the rules read these) --------------
+    @property
+    def sparse(self) -> bool:
+        """A learned sparse first stage, or hybrid with one (an endpoint replaces the retriever)."""
+        return self.endpoint.spec is None and (
+            self.retriever == "sparse" or (self.retriever == "hybrid" and self.fusion.hybrid_with == "sparse"))
+
+    @property
+    def has_reranker(self) -> bool:
+        return bool(self.rerank.chosen)

