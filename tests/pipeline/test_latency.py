@@ -4,13 +4,12 @@ else in the record."""
 
 from __future__ import annotations
 
-import io
 import json
 
 import numpy as np
 import pytest
 
-from irforge.cli.eval_cmd import print_table
+from irforge.results.render import text as results_text
 from irforge.corpus.core import SEARCH_CHUNK, CorpusService
 from irforge.corpus.lexical import make_backend
 from irforge.corpus.settings import Bm25Settings
@@ -97,8 +96,6 @@ def test_bm25_eval_records_and_prints_latency(scifact_subset, tmp_path):
     # The fields that were there keep their meaning.
     assert {"metrics", "per_query", "evaluation", "data", "counts", "timings", "versions", "files"} <= set(written)
     assert set(written["timings"]) == {"index_s", "retrieve_s", "evaluate_s", "total_s"}
-    out = io.StringIO()
-    print_table(results, out)
-    printed = out.getvalue()
+    printed = results_text(results)
     assert "latency p50/p95/p99/max" in printed
     assert f"bm25 search             {stage['p50_ms']:.1f}/" in printed and "batch time / size, 1 batches" in printed

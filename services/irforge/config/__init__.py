@@ -3,9 +3,13 @@ The command line, the Python API, bench and orchestrator jobs all build it here 
 one builder (irforge.builder)."""
 
 from irforge.config.options import ConfigError
-from irforge.config.pipeline import DEFAULT_MODEL, RETRIEVERS, PipelineConfig
+from irforge.config.pipeline import (DEFAULT_MODEL, RETRIEVERS, Bm25Config, EncoderConfig, EndpointConfig, EvaluationConfig,
+                                     FusionConfig, HolesConfig, InstructionsConfig, PipelineConfig, RerankConfig,
+                                     ServicesConfig, StoresConfig, VectorsConfig)
 from irforge.config.rules import validate
 from irforge.config.values import changed, dump, from_mapping, load, to_mapping, with_options
 
-__all__ = ["DEFAULT_MODEL", "RETRIEVERS", "ConfigError", "PipelineConfig", "changed", "dump", "from_mapping", "load",
+__all__ = ["DEFAULT_MODEL", "RETRIEVERS", "Bm25Config", "ConfigError", "EncoderConfig", "EndpointConfig", "EvaluationConfig",
+           "FusionConfig", "HolesConfig", "InstructionsConfig", "PipelineConfig", "RerankConfig", "ServicesConfig",
+           "StoresConfig", "VectorsConfig", "changed", "dump", "from_mapping", "load",
            "to_mapping", "validate", "with_options"]

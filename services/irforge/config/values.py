@@ -83,14 +83,20 @@ def with_options(config: T, options: dict, source: str = "options") -> T:
 
 
 def load(cls: type[T], path: str | Path) -> T:
-    """A configuration file: YAML (or JSON, which YAML reads), nested by section. Relative paths
-    in it stay as written (relative to where the command runs, as a flag's would)."""
+    """A configuration file: YAML (or JSON, which YAML reads), nested by section; or an earlier
+    run's results.json, whose `config` it takes (so `--config runs/x/results.json` runs that
+    configuration again). Relative paths in it stay as written (relative to where the command
+    runs, as a flag's would)."""
     try:
         mapping = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
     except OSError as error:
         raise ConfigError(f"cannot read configuration {path}: {error.strerror}") from None
     except yaml.YAMLError as error:
         raise ConfigError(f"configuration {path} is not valid YAML or JSON: {error}") from None
+    if isinstance(mapping, dict) and "metrics" in mapping and isinstance(mapping.get("config"), dict):
+        mapping = mapping["config"]   # a results.json: the configuration it records
+    elif isinstance(mapping, dict) and "metrics" in mapping:
+        raise ConfigError(f"{path} is a results.json written before results recorded their configuration (no `config`)")
     return from_mapping(cls, mapping if mapping is not None else {}, str(path))
 
 
