@@ -52,3 +52,29 @@ def test_options_are_checked_like_flags(scifact_tiny, tmp_path):
     with pytest.raises(ValueError, match="invalid choice: 'dens'"):
         irforge.evaluate(scifact_tiny, out=tmp_path / "x", retriever="dens")
     assert not (tmp_path / "x").exists()          # nothing written before the options were found bad
+
+
+def test_metrics_keywords_are_the_flags(conformance_dir, capsys):
+    """irforge.metrics calls the use case `irforge metrics` calls: -q's per-query lines and the
+    'all' lines are its values, for -m, -c, -M, -l given as keywords; bad values are the flags' errors."""
+    from irforge.evaluator.measures import AGGREGATE_ONLY
+
+    qrels, run = conformance_dir / "qrels.test", conformance_dir / "results.test"
+    assert main(["metrics", str(qrels), str(run), "-q", "-m", "map", "-m", "P.5,10", "-m", "ndcg_cut.10", "-m", "num_rel_ret",
+                 "-c", "-M", "20", "-l", "2"]) == 0
+    printed = [line.split("\t") for line in capsys.readouterr().out.splitlines()]
+    scores = irforge.metrics(qrels, run, measures=["map", "P.5,10", "ndcg_cut.10", "num_rel_ret"], complete=True,
+                             max_docs=20, relevance_level=2)
+    expected = [(name, query, values[name]) for query, values in sorted(scores.per_query.items())
+                for name in scores["measures"] if name not in AGGREGATE_ONLY]
+    expected += [(name, "all", value) for name, value in scores.metrics.items()]
+    assert [(name.strip(), query) for name, query, _ in printed] == [(name, query) for name, query, _ in expected]
+    for (_, _, text), (_, _, value) in zip(printed, expected):
+        assert float(text) == pytest.approx(value, abs=5e-5)
+    assert scores["options"]["max_docs_per_query"] == 20 and scores["options"]["relevance_level"] == 2
+    with pytest.raises(ValueError, match="-M must be 0"):
+        irforge.metrics(qrels, run, max_docs=-1)
+    with pytest.raises(ValueError, match="-l must be at least 1"):
+        irforge.metrics(qrels, run, relevance_level=0)
+    with pytest.raises(TypeError, match="measure"):
+        irforge.metrics(qrels, run, measure=["map"])

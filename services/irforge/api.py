@@ -16,14 +16,17 @@ its mapping, or a YAML/JSON file: `config=`) and/or its options as keywords, by 
 names with `_` for `-` (`top_k=100`, `k1=1.2`, `fill_holes=10`, `keep_identical_ids=True`,
 `measures=[...]` for `-m`): the same typed fields the command line is derived from, checked by the
 same rules, run by the same use case (irforge.app). An unknown or bad option raises ValueError naming it.
+
+`metrics`, `compare_results` and `agreement` take their commands' options as typed keywords
+(`measures`, `complete`, `max_docs`, `relevance_level`; `baseline`, `tests`, `correction`, `out`;
+`qrels_a`, `qrels_b`, `a`, `b`, `table`) and call the same use cases the commands call
+(irforge.app.metrics, .compare, .agreement); an unknown keyword raises TypeError naming it.
 """
 
 from __future__ import annotations
 
-import argparse
-import contextlib
-import io
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 from irforge.results import Results
@@ -71,21 +74,17 @@ def evaluate_instructions(dataset: str | Path | None = None, *, out: str | Path 
     return run(_config(dataset, config, options, "evaluate_instructions"), out)
 
 
-def metrics(qrels: str | Path, run: str | Path, *, measures: list[str] | None = None, complete: bool = False,
-            **options) -> Results:
+def metrics(qrels: str | Path, run: str | Path, *, measures: str | Sequence[str] | None = None, complete: bool = False,
+            max_docs: int | None = None, relevance_level: int | None = None, keep_identical_ids: bool = False) -> Results:
     """trec_eval's numbers for a run, as `irforge metrics QRELS RUN` computes them (TREC or BEIR
-    qrels; `complete=True` is `-c`: qrels queries the run misses count as 0, as `evaluate` does).
-    Returns `metrics` (aggregate) and `per_query`, keyed by the measures' trec_eval names."""
-    from irforge.cli import metrics_cmd
+    qrels; `measures` is -m, `complete=True` is -c: qrels queries the run misses count as 0, as
+    `evaluate` does; `max_docs` is -M (default: every document), `relevance_level` -l (default 1),
+    `keep_identical_ids` --keep-identical-ids). Returns `metrics` (aggregate) and `per_query`,
+    keyed by the measures' trec_eval names. A bad value raises ValueError naming the flag."""
+    from irforge.app.metrics import measure
 
-    names = {"max_docs": "M", "relevance_level": "l"}
-    flags = {names.get(key, key): value for key, value in options.items()}
-    args = _arguments("metrics", {"qrels": qrels, "run": run, "m": measures, "c": complete, **flags})
-    measured = metrics_cmd.measure(args, io.StringIO())
-    result = measured["result"]
-    return Results({"metrics": dict(result.aggregate), "per_query": {q: dict(v) for q, v in result.per_query.items()},
-                    "measures": list(result.measure_names), "run_tag": measured["run"].tag,
-                    "qrels_layout": measured["qrels_layout"], "options": measured["options"].as_dict()})
+    defaulted = _given(max_docs=max_docs, relevance_level=relevance_level)
+    return measure(qrels, run, measures=measures, complete=complete, keep_identical_ids=keep_identical_ids, **defaulted)
 
 
 def judge_holes(dataset: str | Path, run: str | Path, *, depth: int, out: str | Path, split: str = "test",
@@ -102,70 +101,44 @@ def judge_holes(dataset: str | Path, run: str | Path, *, depth: int, out: str | 
                      keep_identical_ids=keep_identical_ids, choice=choice)
 
 
-def compare_results(*inputs: str | Path, **options) -> dict:
+def compare_results(*inputs: str | Path, qrels: str | Path | None = None, labels: str | Sequence[str] | None = None,
+                    baseline: str | None = None, measures: str | Sequence[str] | None = None,
+                    tests: str | Sequence[str] | None = None, significance_test: str | None = None,
+                    correction: str | None = None, alpha: float | None = None, permutations: int | None = None,
+                    bootstrap_samples: int | None = None, confidence: float | None = None, seed: int | None = None,
+                    allow_different: str | Sequence[str] | None = None, keep_identical_ids: bool = False,
+                    out: str | Path | None = None) -> dict:
     """Paired significance tests between systems, as `irforge compare INPUT... ` (results folders,
     bench folders, or TREC runs with `qrels=`): returns comparison.json's content (`table`,
-    `comparisons` with every p-value, `per_query`). E.g. `irforge.compare_results("runs/a", "runs/b",
-    baseline="a", correction="bh", tests=["t", "randomization"], out="runs/a-vs-b")`."""
-    from irforge.cli import compare_cmd
+    `comparisons` with every p-value, `per_query`), and writes it (and .md/.tex/.csv) into `out`
+    when given. E.g. `irforge.compare_results("runs/a", "runs/b", baseline="a", correction="bh",
+    tests=["t", "randomization"], out="runs/a-vs-b")`. Keywords are the command's flags (`labels`
+    is --label, `measures` -m, `tests` --test); None is the command's default. A bad value raises
+    ValueError naming the flag."""
+    from irforge.app.compare import compare
 
-    args = _arguments("compare", {"inputs": list(inputs), "test": options.pop("tests", None), **options})
-    try:
-        return compare_cmd.compare_from_args(args)
-    except compare_cmd.ComparisonError as error:
-        raise ValueError(str(error)) from None
+    defaulted = _given(significance_test=significance_test, correction=correction, alpha=alpha,
+                       permutations=permutations, bootstrap_samples=bootstrap_samples, confidence=confidence, seed=seed)
+    return compare(inputs, qrels=qrels, labels=labels, baseline=baseline, measures=measures, tests=tests,
+                   allow_different=allow_different, keep_identical_ids=keep_identical_ids, out=out, **defaulted)
 
 
-def agreement(*runs: str | Path, **options) -> dict:
+def agreement(*runs: str | Path, qrels_a: str | Path | Sequence[str | Path] | None = None,
+              qrels_b: str | Path | Sequence[str | Path] | None = None, a: Sequence[str | Path] | None = None,
+              b: Sequence[str | Path] | None = None, table: str | Path | None = None, lower_is_better: bool = False,
+              measure: str | None = None, keep_identical_ids: bool = False, permutations: int | None = None,
+              seed: int | None = None) -> dict:
     """Kendall's tau, tau_AP and Spearman's rho between system rankings under two label sets, as
     `irforge agreement` (runs with `qrels_a=[...]`, `qrels_b=[...]`; or `a=[...]`, `b=[...]`
-    results; or `table=`)."""
-    from irforge.cli import agreement_cmd
-    from irforge.compare.agreement import AgreementError
+    results; or `table=`); returns `irforge agreement --format json`'s content. None is the
+    command's default (`measure` nDCG@10). A bad value raises ValueError naming the flag."""
+    from irforge.app.agreement import agreement as run_agreement
 
-    args = _arguments("agreement", {"runs": list(runs), **options})
-    try:
-        return agreement_cmd.agreement_from_args(args)
-    except (AgreementError, ValueError) as error:
-        raise ValueError(str(error)) from None
+    defaulted = _given(measure=measure, permutations=permutations, seed=seed)
+    return run_agreement(runs, qrels_a=qrels_a, qrels_b=qrels_b, a=a, b=b, table=table, lower_is_better=lower_is_better,
+                         keep_identical_ids=keep_identical_ids, **defaulted)
 
 
-def _arguments(command: str, options: dict) -> argparse.Namespace:
-    """The Namespace `irforge COMMAND` would get for these options, via the command's own parser."""
-    from irforge.cli.main import build_parser
-    from irforge.cli.parser import nearest
-
-    parser = build_parser()
-    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices[command]
-    by_name = {}
-    for action in sub._actions:
-        for option in action.option_strings:
-            by_name[option.lstrip("-").replace("-", "_")] = action
-        if not action.option_strings:
-            by_name[action.dest] = action
-    by_name.setdefault("measures", by_name.get("m"))    # eval's -m is dest `measures`
-    positionals, argv = [], [command]
-    for key, value in options.items():
-        action = by_name.get(key)
-        if action is None:
-            raise TypeError(f"irforge {command} has no option {key!r}{nearest(key, sorted(by_name))}")
-        if value is None or value is False:
-            continue
-        if not action.option_strings:
-            positionals.extend(map(str, value) if isinstance(value, (list, tuple)) else [str(value)])
-        elif isinstance(action, (argparse._StoreTrueAction, argparse._StoreConstAction)):
-            argv.append(action.option_strings[-1])
-        elif action.nargs == "+" and isinstance(value, (list, tuple)):
-            argv.append(action.option_strings[-1])
-            argv.extend(map(str, value))
-        elif isinstance(action, argparse._AppendAction):
-            for item in [value] if isinstance(value, (str, Path)) else value:
-                argv.append(f"{action.option_strings[-1]}={item}")
-        else:
-            argv.append(f"{action.option_strings[-1]}={value}")
-    errors = io.StringIO()
-    try:
-        with contextlib.redirect_stderr(errors):
-            return parser.parse_args([*argv, "--", *positionals] if positionals else argv)
-    except SystemExit:
-        raise ValueError(errors.getvalue().strip().splitlines()[-1]) from None
+def _given(**options) -> dict:
+    """The options given (not None): the others keep the use case's own defaults."""
+    return {name: value for name, value in options.items() if value is not None}

@@ -109,3 +109,28 @@ def test_agreement_input_forms_are_exclusive(bm25_systems, capsys):
                              "--permutations", "200")
     assert code == 0, err
     assert "Kendall's tau   +1.0000" in out
+
+
+def test_python_api_returns_the_json_the_command_prints(bm25_systems, scifact_subset, capsys):
+    """irforge.agreement calls the use case `irforge agreement` calls: each input form gives the
+    dict `--format json` prints."""
+    import irforge
+
+    human = scifact_subset / "qrels" / "test.tsv"
+    runs = [folder / "run.trec" for folder in bm25_systems.values()]
+    results = list(bm25_systems.values())
+    forms = [
+        (["-m", "RR@10", *runs, "--qrels-a", human, "--qrels-b", human],
+         irforge.agreement(*runs, qrels_a=[human], qrels_b=human, measure="RR@10", permutations=300, seed=3)),
+        (["--a", *results, "--b", *reversed(results)], irforge.agreement(a=results, b=results[::-1], permutations=300, seed=3)),
+        (["--table", AIRBENCH_RANKS, "--lower-is-better"],
+         irforge.agreement(table=AIRBENCH_RANKS, lower_is_better=True, permutations=300, seed=3)),
+    ]
+    for argv, api in forms:
+        code, out, err = run_cli(capsys, "agreement", *argv, "--permutations", "300", "--seed", "3", "--format", "json")
+        assert code == 0, err
+        assert json.loads(json.dumps(api)) == json.loads(out)
+    with pytest.raises(ValueError, match="--lower-is-better applies to --table only"):
+        irforge.agreement(a=results, b=results, lower_is_better=True)
+    with pytest.raises(ValueError, match="give one of"):
+        irforge.agreement(a=results, table=AIRBENCH_RANKS)

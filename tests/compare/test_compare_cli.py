@@ -176,3 +176,50 @@ def test_python_api_gives_what_the_command_writes(bm25_systems, tmp_path, capsys
         irforge.compare_results(*bm25_systems.values(), baseline="nope")
     agreement = irforge.agreement(a=list(bm25_systems.values()), b=list(bm25_systems.values()), permutations=200)
     assert agreement["spearman_rho"]["value"] == 1.0
+
+
+def test_python_api_returns_the_json_the_command_prints(bm25_systems, scifact_subset, tmp_path, capsys):
+    """irforge.compare_results calls the use case `irforge compare` calls: with the same options,
+    the dict is what `--format json` prints (and --out writes), p-values and all, for results
+    folders and for TREC runs with --qrels (the time stamp aside)."""
+    import irforge
+
+    def same(api: dict, printed: dict) -> None:
+        api, printed = json.loads(json.dumps(api)), dict(printed)
+        assert api.pop("created_at") and printed.pop("created_at")
+        assert api == printed
+
+    argv = ["--baseline", "bm25-default", "--test", "t", "--test", "randomization", "--correction", "bh", "-m", "nDCG@10",
+            "-m", "RR@10", "--permutations", "500", "--bootstrap-samples", "300", "--seed", "7", "--format", "json"]
+    code, out, err = run_cli("compare", *bm25_systems.values(), *argv, "--out", tmp_path / "cli", capsys=capsys)
+    assert code == 0, err
+    comparison = irforge.compare_results(*bm25_systems.values(), baseline="bm25-default", tests=["t", "randomization"],
+                                         correction="bh", measures=["nDCG@10", "RR@10"], permutations=500,
+                                         bootstrap_samples=300, seed=7, out=tmp_path / "api")
+    same(comparison, json.loads(out))
+    same(comparison, json.loads((tmp_path / "cli" / "comparison.json").read_text()))
+    assert (tmp_path / "api" / "comparison.md").read_text() == (tmp_path / "cli" / "comparison.md").read_text()
+
+    qrels = scifact_subset / "qrels" / "test.tsv"
+    runs = [folder / "run.trec" for folder in bm25_systems.values()]
+    code, out, err = run_cli("compare", *runs, "--qrels", qrels, "--label", "a", "--label", "b", "--label", "c",
+                             "--test", "wilcoxon", "--test", "bootstrap", "--bootstrap-samples", "300", "--format", "json",
+                             capsys=capsys)
+    assert code == 0, err
+    same(irforge.compare_results(*runs, qrels=qrels, labels=["a", "b", "c"], tests=["wilcoxon", "bootstrap"],
+                                 bootstrap_samples=300), json.loads(out))
+
+
+def test_python_api_refuses_what_the_command_refuses(bm25_systems, tmp_path):
+    import irforge
+
+    systems = list(bm25_systems.values())
+    for options, message in (({"labels": ["x"]}, "--label given 1 times for 3 inputs"),
+                             ({"permutations": 10}, "permutations must be at least 100"),
+                             ({"tests": ["z"]}, "unknown test 'z'"), ({"correction": "nope"}, "unknown correction 'nope'"),
+                             ({"allow_different": "colour"}, "--allow-different 'colour'")):
+        with pytest.raises(ValueError, match=message):
+            irforge.compare_results(*systems, out=tmp_path / "never", **options)
+    with pytest.raises(TypeError, match="baselin"):
+        irforge.compare_results(*systems, baselin="bm25-default")
+    assert not (tmp_path / "never").exists()

@@ -2,7 +2,8 @@
 
 Inputs are results folders (or results.json files) of `irforge eval`, or TREC runs with --qrels.
 Prints the table (or --format), and with --out writes comparison.json (every p-value, the
-per-query values, every system's configuration), .md, .tex and .csv as one output set."""
+per-query values, every system's configuration), .md, .tex and .csv as one output set.
+Parse → irforge.app.compare.compare → print."""
 
 from __future__ import annotations
 
@@ -10,16 +11,11 @@ import argparse
 import sys
 from pathlib import Path
 
-from irforge.common.output_set import OutputSet, check_output_folder
-from irforge.common.files import write_json_atomic
+from irforge.app.compare import CompareOptions, compare_with, render_any
 from irforge.compare import stats
-from irforge.compare.comparison import CompareSettings, compare_systems
 from irforge.compare.corrections import CORRECTIONS
-from irforge.compare.render import FORMATS, render, render_suite
-from irforge.compare.suites import compare_suites, is_suite
-from irforge.compare.systems import ComparisonError, IDENTITY, check_comparable, load_results, load_run
-
-COMPARISON_SET = ("comparison.json", "comparison.md", "comparison.tex", "comparison.csv")
+from irforge.compare.render import FORMATS
+from irforge.compare.systems import ComparisonError, IDENTITY
 
 
 def add_parser(subparsers) -> None:
@@ -65,58 +61,18 @@ def add_parser(subparsers) -> None:
 
 
 def run_compare(args: argparse.Namespace) -> int:
+    options = CompareOptions(
+        qrels=args.qrels, labels=tuple(args.label) if args.label else None, baseline=args.baseline,
+        measures=tuple(args.measures) if args.measures else None, tests=tuple(args.tests) if args.tests else None,
+        significance_test=args.significance_test, correction=args.correction, alpha=args.alpha,
+        permutations=args.permutations, bootstrap_samples=args.bootstrap_samples, confidence=args.confidence,
+        seed=args.seed, allow_different=tuple(args.allow_different or ()), keep_identical_ids=args.keep_identical_ids,
+        out=args.out,
+    )
     try:
-        comparison = compare_from_args(args)
+        comparison = compare_with(args.inputs, options)
     except ComparisonError as error:
         print(f"irforge compare: error: {error}", file=sys.stderr)
         return 2
     sys.stdout.write(render_any(comparison, args.format))
     return 0
-
-
-def compare_from_args(args: argparse.Namespace) -> dict:
-    """All of `irforge compare` but the printing: load, check, test, write --out. `irforge.compare` calls this too."""
-    try:
-        settings = CompareSettings(
-            tests=tuple(dict.fromkeys(args.tests)) if args.tests else stats.TESTS,
-            significance_test=args.significance_test if not args.tests or args.significance_test in args.tests else args.tests[0],
-            correction=args.correction, alpha=args.alpha, baseline=args.baseline,
-            measures=tuple(args.measures) if args.measures else None,
-            test_settings=stats.TestSettings(args.permutations, args.bootstrap_samples, args.confidence, args.seed),
-        )
-    except ValueError as error:
-        raise ComparisonError(str(error)) from None
-    if args.label and len(args.label) != len(args.inputs):
-        raise ComparisonError(f"--label given {len(args.label)} times for {len(args.inputs)} inputs: one per input, in order")
-    if args.out is not None:
-        check_output_folder(args.out)
-    suites = [is_suite(path) for path in args.inputs]
-    if any(suites) and args.qrels is None:
-        if not all(suites):
-            raise ComparisonError("give either irforge bench folders (suite.json) or results, not both")
-        comparison = compare_suites(args.inputs, args.label, settings, set(args.allow_different or ()))
-    else:
-        systems = load_systems(args)
-        check_comparable(systems, set(args.allow_different or ()))
-        comparison = compare_systems(systems, settings)
-    if args.out is not None:
-        with OutputSet(args.out, replaces=COMPARISON_SET) as staging:
-            write_json_atomic(staging / "comparison.json", comparison)
-            for fmt, name in (("markdown", "comparison.md"), ("latex", "comparison.tex"), ("csv", "comparison.csv")):
-                (staging / name).write_text(render_any(comparison, fmt), encoding="utf-8")
-    return comparison
-
-
-def render_any(comparison: dict, fmt: str) -> str:
-    return render_suite(comparison, fmt) if comparison["kind"] == "suite-comparison" else render(comparison, fmt)
-
-
-def load_systems(args: argparse.Namespace) -> list:
-    labels = args.label or [None] * len(args.inputs)
-    if args.qrels is None:
-        return [load_results(path, label) for path, label in zip(args.inputs, labels)]
-    from irforge.cli.metrics_cmd import read_qrels_argument
-
-    qrels = read_qrels_argument(args.qrels, Path(args.inputs[0])).qrels
-    return [load_run(path, qrels, str(args.qrels), args.measures, args.keep_identical_ids, label)
-            for path, label in zip(args.inputs, labels)]

@@ -1,4 +1,5 @@
 """`irforge metrics QRELS RUN`: a trec_eval-compatible command over the evaluator core.
+Parse → irforge.app.metrics.measure → print.
 
 Prints `measure<TAB>qid|all<TAB>value` lines exactly as trec_eval lays them out (measure name
 padded to 22 characters, 4 decimals, counts as integers), so its output diffs against trec_eval's.
@@ -12,9 +13,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from irforge.data import DataFormatError, Qrels, Run, read_trec_run
-from irforge.data.qrels_layout import QrelsFile, looks_like_qrels, looks_like_run, read_qrels_file
-from irforge.evaluator import EvaluationOptions, Evaluator
+from irforge.app.errors import UsageError
+from irforge.app.metrics import MetricsOptions, measure_with
 from irforge.evaluator.measures import AGGREGATE_ONLY, COUNT_MEASURES, TREC_EVAL_DEFAULT
 
 
@@ -51,80 +51,31 @@ def format_line(name: str, query_id: str, value: float | str) -> str:
     return f"{name:<22}\t{query_id}\t{text}"
 
 
-def read_qrels_argument(qrels_path: Path, run_path: Path) -> QrelsFile:
-    """The qrels in either layout; when they cannot be read and the two files look swapped, the
-    error says so (a run given as QRELS fails on its first line, which alone says nothing of the order)."""
-    try:
-        return read_qrels_file(qrels_path)
-    except DataFormatError as error:
-        if looks_like_run(qrels_path) and looks_like_qrels(run_path):
-            raise DataFormatError(error.path, f"{error.reason}; {qrels_path} looks like a run and {run_path} like qrels: "
-                                              "were they given in the wrong order? The order is: irforge metrics QRELS RUN",
-                                  error.line) from None
-        raise
-
-
-def unranked_note(qrels: Qrels, run: Run, complete: bool) -> str | None:
-    """What happens to qrels queries the run has no ranking for, which changes the averages:
-    trec_eval leaves them out, -c (and so `irforge eval`) scores them 0. None when there are none."""
-    missing = sorted(set(qrels) - set(run))
-    if not missing:
-        return None
-    one = len(missing) == 1
-    examples = ", ".join(repr(q) for q in missing[:3]) + (", ..." if len(missing) > 3 else "")
-    note = (f"{len(missing)} of {len(qrels)} qrels queries {'has' if one else 'have'} no ranking in the run "
-            f"({'' if one else 'e.g. '}{examples}); ")
-    subject, object_ = ("it is", "it") if one else ("they are", "them")
-    if complete:
-        return note + f"-c counts {object_} as 0"
-    return note + f"{subject} left out of the averages (trec_eval's default); -c counts {object_} as 0, as irforge eval does"
-
-
 def run_metrics(args: argparse.Namespace) -> int:
+    options = MetricsOptions(measures=tuple(args.measures) if args.measures else None, complete=args.complete,
+                             max_docs=args.max_docs, relevance_level=args.relevance_level,
+                             keep_identical_ids=args.keep_identical_ids)
     try:
-        measured = measure(args, sys.stderr)
-    except _BadOption as error:
+        results = measure_with(args.qrels, args.run, options,
+                               notes=lambda line: print(f"irforge metrics: {line}", file=sys.stderr))
+    except UsageError as error:
         print(f"irforge metrics: error: {error}", file=sys.stderr)
         return 2
-    result, trec_run, measures = measured["result"], measured["run"], measured["measures"]
-    wants_runid = any(m in ("runid", "all_trec", "official") for m in measures) or measures == list(TREC_EVAL_DEFAULT)
-    out = []
-    if args.per_query:
-        for query_id in sorted(result.per_query):
-            values = result.per_query[query_id]
-            out.extend(format_line(n, query_id, values[n]) for n in result.measure_names if n not in AGGREGATE_ONLY)
-    if wants_runid:
-        out.append(format_line("runid", "all", trec_run.tag))
-    out.extend(format_line(n, "all", result.aggregate[n]) for n in result.measure_names)
-    sys.stdout.write("\n".join(out) + "\n")
+    sys.stdout.write(trec_eval_text(results, options.measure_list, args.per_query))
     return 0
 
 
-class _BadOption(ValueError):
-    pass
-
-
-def measure(args: argparse.Namespace, notes) -> dict:
-    """All of `irforge metrics` but the printing: read both files, evaluate. Notes for the user
-    (the qrels layout read, unranked qrels queries) go to `notes`; bad options raise ValueError
-    before the files are read. `irforge.metrics` calls this too."""
-    # Before reading the files, and as this command's error: EvaluationOptions' own check raised a traceback.
-    if args.max_docs < 0:
-        raise _BadOption(f"-M must be 0 (every document) or more, got {args.max_docs}")
-    if args.relevance_level < 1:
-        raise _BadOption(f"-l must be at least 1, got {args.relevance_level}")
-    measures = args.measures or list(TREC_EVAL_DEFAULT)
-    qrels_file = read_qrels_argument(args.qrels, args.run)
-    qrels = qrels_file.qrels
-    print(f"irforge metrics: read {args.qrels} as {qrels_file.layout}", file=notes)
-    trec_run = read_trec_run(args.run)
-    options = EvaluationOptions(
-        drop_identical_ids=not args.keep_identical_ids,
-        complete=args.complete,
-        relevance_level=args.relevance_level,
-        max_docs_per_query=args.max_docs,
-    )
-    result = Evaluator().evaluate(qrels, trec_run.run, measures, options)
-    if note := unranked_note(qrels, trec_run.run, args.complete):
-        print(f"irforge metrics: {note}", file=notes)
-    return {"result": result, "run": trec_run, "measures": measures, "options": options, "qrels_layout": qrels_file.layout}
+def trec_eval_text(results, requested: list[str], per_query: bool) -> str:
+    """The Results as trec_eval prints them: per query (with -q) then 'all'; the runid line when
+    the measures asked for include it (runid, all_trec, official, or trec_eval's default set)."""
+    names = results["measures"]
+    wants_runid = any(m in ("runid", "all_trec", "official") for m in requested) or requested == list(TREC_EVAL_DEFAULT)
+    out = []
+    if per_query:
+        for query_id in sorted(results.per_query):
+            values = results.per_query[query_id]
+            out.extend(format_line(n, query_id, values[n]) for n in names if n not in AGGREGATE_ONLY)
+    if wants_runid:
+        out.append(format_line("runid", "all", results["run_tag"]))
+    out.extend(format_line(n, "all", results.metrics[n]) for n in names)
+    return "\n".join(out) + "\n"
