@@ -167,7 +167,10 @@ def run_watch(args: argparse.Namespace) -> int:
     print(f"job {job.job_id} SUCCEEDED" + (" with warnings" if job.warnings else "")
           + (f"; mean over its {len(job.spec['datasets'])} datasets (irforge results for the table):" if job.spec.get("datasets") else ""))
     # The wire's map has no order: the spec's measure order first, as `irforge eval` prints them.
-    order = [m for m in job.spec["measures"] if m in job.metrics] + sorted(set(job.metrics) - set(job.spec["measures"]))
+    from irforge.orchestrator.spec import JobSpec
+
+    measures = JobSpec.from_dict(job.spec).measures
+    order = [m for m in measures if m in job.metrics] + sorted(set(job.metrics) - set(measures))
     width = max((len(name) for name in order), default=0)
     for name in order:
         print(f"{name:<{width}}  {job.metrics[name]:.4f}")
@@ -194,12 +197,15 @@ def run_results(args: argparse.Namespace) -> int:
 def run_jobs(args: argparse.Namespace) -> int:
     with _client(args) as client:
         jobs = client.list(args.limit)
+    from irforge.orchestrator.spec import JobSpec
+
     for job in jobs:
+        spec = JobSpec.from_dict(job.spec)
         running = next((s.name for s in job.steps if s.state == "running"), "")
         where = job.error or running or "; ".join(job.warnings)
-        what = f"suite of {len(job.spec['datasets'])}" if job.spec.get("datasets") else Path(job.spec["dataset"]).name
+        what = f"suite of {len(spec.datasets)}" if spec.is_suite else Path(spec.dataset).name
         print(f"{job.job_id}  {job.state.value:<9}  {job.created_at[:19]}  {what}  "
-              f"{job.spec['retriever']}  {where}".rstrip())
+              f"{spec.pipeline.retriever}  {where}".rstrip())
     return 0
 
 
