@@ -286,7 +286,7 @@ def test_an_instruction_job_is_refused_or_fails_with_the_readers_message(case, o
     try:
         job_id = client.submit(JobSpec.of(dataset=str(dataset), instructions=True, measures=("nDCG@10",)))
     except JobSpecError as error:
-        assert f"job spec field 'dataset': {expected(dataset, case)}" in str(error)
+        assert f"job spec field 'pipeline.dataset': {expected(dataset, case)}" in str(error)
         return
     assert list(client.watch(job_id))[-1].state == "FAILED"
     record = client.get(job_id)
