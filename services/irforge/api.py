@@ -11,10 +11,11 @@
     report = irforge.judge_holes("../shared/data/beir/scifact", "runs/x/run.trec", depth=10, out="runs/x-judged")
     following = irforge.evaluate_instructions("data/scifact-instructions", retriever="bm25")   # docs/instructions.md
 
-Keyword arguments are the commands' options by their long names, with `_` for `-`
-(`top_k=100`, `fill_holes=10`, `keep_identical_ids=True`, `measures=[...]` for `-m`). They go
-through the commands' own parser and then the commands' own code, so a value means exactly what
-the flag means, and an unknown or bad one raises ValueError naming it.
+`evaluate` and `evaluate_instructions` take a pipeline configuration (irforge.config.PipelineConfig,
+its mapping, or a YAML/JSON file: `config=`) and/or its options as keywords, by their flags' long
+names with `_` for `-` (`top_k=100`, `k1=1.2`, `fill_holes=10`, `keep_identical_ids=True`,
+`measures=[...]` for `-m`): the same typed fields the command line is derived from, checked by the
+same rules, run by the same use case (irforge.app). An unknown or bad option raises ValueError naming it.
 """
 
 from __future__ import annotations
@@ -30,35 +31,44 @@ from irforge.results import Results
 __all__ = ["Results", "agreement", "compare_results", "evaluate", "evaluate_instructions", "judge_holes", "metrics"]
 
 
-def evaluate(dataset: str | Path, *, out: str | Path | None = None, **options) -> Results:
-    """Index, retrieve and evaluate as `irforge eval --dataset DATASET --out OUT ...` does, and
-    return what it writes to OUT/results.json. DATASET is a folder or a downloaded dataset's name
-    (`beir/scifact`; irforge.datasets.resolve_dataset). Without `out`, a new temporary folder holds
-    run.trec and results.json (`results.folder`). Progress bars go to stderr."""
-    from irforge.cli import eval_cmd
+def _config(dataset, config, options: dict, use: str):
+    """The PipelineConfig for a call: `config` (a PipelineConfig, a mapping as in results.json's
+    `config`, or a YAML/JSON file) or the defaults, then `dataset` and the keyword options."""
+    from irforge.config import PipelineConfig, from_mapping, load, with_options
+
+    if config is None:
+        base = PipelineConfig()
+    elif isinstance(config, PipelineConfig):
+        base = config
+    elif isinstance(config, dict):
+        base = from_mapping(PipelineConfig, config)
+    else:
+        base = load(PipelineConfig, config)
+    if dataset is not None:
+        options = {"dataset": str(dataset), **options}
+    return with_options(base, options, source=f"irforge.{use}")
+
+
+def evaluate(dataset: str | Path | None = None, *, out: str | Path | None = None, config=None, **options) -> Results:
+    """Index, retrieve and evaluate as `irforge eval` does, and return what it writes to
+    OUT/results.json. DATASET is a folder or a downloaded dataset's name (`beir/scifact`); `config`
+    a PipelineConfig, its mapping or a YAML/JSON file (keyword options override it). Without
+    `out`, a new temporary folder holds run.trec and results.json (`results.folder`)."""
+    from irforge.app.evaluate import evaluate as run
 
     out = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="irforge-eval-"))
-    args = _arguments("eval", {"dataset": dataset, "out": out, **options})
-    try:
-        results, _ = eval_cmd.evaluate(args, None)
-    except eval_cmd.UsageError as error:
-        raise ValueError(str(error)) from None
-    return results
+    return run(_config(dataset, config, options, "evaluate"), out)
 
 
-def evaluate_instructions(dataset: str | Path, *, out: str | Path | None = None, **options) -> Results:
-    """Instruction-following evaluation as `irforge eval-instructions --dataset DATASET --out OUT ...`
-    (e.g. `instruction_template="Instruct: {instruction}\\nQuery: {query}"`, `retriever="dense"`);
-    returns OUT/results.json. Without `out`, a new temporary folder holds it and the run files."""
-    from irforge.cli import instructions_cmd
-    from irforge.cli.eval_cmd import UsageError
+def evaluate_instructions(dataset: str | Path | None = None, *, out: str | Path | None = None, config=None,
+                          **options) -> Results:
+    """Instruction-following evaluation as `irforge eval-instructions` (e.g. `instruction_template=
+    "Instruct: {instruction}\\nQuery: {query}"`, `retriever="dense"`); returns OUT/results.json.
+    Without `out`, a new temporary folder holds it and the run files."""
+    from irforge.app.evaluate import evaluate_instructions as run
 
     out = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="irforge-instructions-"))
-    args = _arguments("eval-instructions", {"dataset": dataset, "out": out, **options})
-    try:
-        return instructions_cmd.evaluate_instructions(args, None)
-    except UsageError as error:
-        raise ValueError(str(error)) from None
+    return run(_config(dataset, config, options, "evaluate_instructions"), out)
 
 
 def metrics(qrels: str | Path, run: str | Path, *, measures: list[str] | None = None, complete: bool = False,
@@ -78,14 +88,18 @@ def metrics(qrels: str | Path, run: str | Path, *, measures: list[str] | None = 
                     "qrels_layout": measured["qrels_layout"], "options": measured["options"].as_dict()})
 
 
-def judge_holes(dataset: str | Path, run: str | Path, *, depth: int, out: str | Path, **options) -> dict:
+def judge_holes(dataset: str | Path, run: str | Path, *, depth: int, out: str | Path, split: str = "test",
+                measures=None, keep_identical_ids: bool = False, judge: str = "embedded", store=None, thresholds=None,
+                relevant_from: int = 2) -> dict:
     """Judge the unlabelled documents of each query's top `depth` as `irforge judge-holes` does
     (embedded judge unless `judge=` names a spec file), write holes.json and the judged layer into
     `out`, and return the report (holes.json's content: counts, labels, metrics before/after)."""
-    from irforge.cli import judge_cmd
+    from irforge.app.holes import JudgeChoice, judge_holes as run_judge
 
-    args = _arguments("judge-holes", {"dataset": dataset, "run": run, "depth": depth, "out": out, **options})
-    return judge_cmd.judge_holes(args, io.StringIO())
+    choice = JudgeChoice(judge=str(judge), store=str(store) if store else None,
+                         thresholds=str(thresholds) if thresholds else None, relevant_from=relevant_from)
+    return run_judge(dataset, run, depth=depth, out=out, split=split, measures=measures,
+                     keep_identical_ids=keep_identical_ids, choice=choice)
 
 
 def compare_results(*inputs: str | Path, **options) -> dict:

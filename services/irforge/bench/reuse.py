@@ -10,13 +10,12 @@ found and reused, never rebuilt; nothing is retrieved or evaluated."""
 
 from __future__ import annotations
 
-import argparse
 import json
 from contextlib import ExitStack
 from pathlib import Path
 
-from irforge.cli import eval_cmd
-from irforge.datasets import resolve_dataset
+from irforge.builder.pipeline import PipelineBuilder
+from irforge.config import PipelineConfig
 from irforge.data import BeirDataset
 from irforge.data.qrels import qrels_fingerprint
 from irforge.pipeline.eval_job import split_judgements
@@ -27,62 +26,56 @@ from irforge.pipeline.retrievers import CorpusTracker
 VOLATILE_KEYS = frozenset({"calls"})
 
 
-def reuse_problem(args: argparse.Namespace, folder: Path) -> str | None:
-    """None when folder/results.json stands for evaluating `args` now; else why not, naming the
+def reuse_problem(config: PipelineConfig, folder: Path) -> str | None:
+    """None when folder/results.json stands for evaluating `config` (checked: its dataset a
+    folder) now; else why not, naming the
     field that differs ("" when there are no earlier results at all)."""
     path = folder / "results.json"
     if not path.exists():
         return ""
     try:
         previous = json.loads(path.read_text(encoding="utf-8"))
-        return _first_difference(args, folder, previous)
+        return _first_difference(config, folder, previous)
     except (ValueError, KeyError, TypeError) as error:   # unreadable, or not an `irforge eval` results.json
         return f"results.json cannot be read as eval results ({type(error).__name__}: {error})"
 
 
-def _first_difference(args: argparse.Namespace, folder: Path, previous: dict) -> str | None:
+def _first_difference(config: PipelineConfig, folder: Path, previous: dict) -> str | None:
     run = previous["files"]["run"]
     if not (folder / run).is_file():
         return f"{run} is missing beside results.json"
-    measures = list(args.measures)
-    identical_ids = "kept" if args.keep_identical_ids else "dropped"
-    for field, before, now in (("split", previous["split"], args.split),
-                               ("top_k", previous["retriever"]["top_k"], args.top_k),
+    measures = list(config.evaluation.measures)
+    identical_ids = "kept" if config.evaluation.keep_identical_ids else "dropped"
+    for field, before, now in (("split", previous["split"], config.split),
+                               ("top_k", previous["retriever"]["top_k"], config.top_k),
                                ("measures", previous["evaluation"]["measures"], measures),
                                ("identical ids", previous["evaluation"]["identical_ids"], identical_ids)):
         if before != now:
             return f"{field}: results.json has {before!r}, this run asks for {now!r}"
-    dataset = BeirDataset.open(_dataset_folder(args.dataset, previous))
+    dataset = BeirDataset.open(Path(config.dataset))
     if str(dataset.root.resolve()) != previous["data"]["path"]:
         return f"dataset path: results.json has {previous['data']['path']}, this run reads {dataset.root.resolve()}"
     fingerprint = dataset.corpus_fingerprint()
     if fingerprint != previous["data"]["corpus_fingerprint_sha256"]:
         return (f"corpus fingerprint: results.json has {previous['data']['corpus_fingerprint_sha256'][:12]}, "
                 f"the corpus now {fingerprint[:12]} (corpus.jsonl changed)")
-    qrels = qrels_fingerprint(split_judgements(dataset, args.split)[2])
+    qrels = qrels_fingerprint(split_judgements(dataset, config.split)[2])
     if qrels != previous["data"].get("qrels_sha256"):
         return f"qrels fingerprint: results.json has {str(previous['data'].get('qrels_sha256'))[:12]}, the qrels now {qrels[:12]}"
-    now = stable(json.loads(json.dumps(current_description(args, dataset, fingerprint))))  # as written: lists, not tuples
+    now = stable(json.loads(json.dumps(current_description(config, dataset, fingerprint))))  # as written: lists, not tuples
     before = stable(previous["retriever"])
     if now != before:
         return f"retriever: {_describe_difference(before, now)}"
     return None
 
 
-def _dataset_folder(location, previous: dict) -> Path:
-    """The folder to fingerprint: the one given, or a dataset name's downloaded copy (resolved as
-    eval resolves it, so a re-downloaded copy elsewhere is noticed by its path)."""
-    return resolve_dataset(location)
-
-
-def current_description(args: argparse.Namespace, dataset: BeirDataset, fingerprint: str) -> dict:
-    """results.json's `retriever` as evaluating `args` now would record it: eval's pipeline,
-    prepared on the dataset (finding its index), nothing retrieved."""
-    settings = eval_cmd.pipeline_settings(args)
+def current_description(config: PipelineConfig, dataset: BeirDataset, fingerprint: str) -> dict:
+    """results.json's `retriever` as evaluating `config` now would record it: eval's pipeline from
+    the one builder, prepared on the dataset (finding its index), nothing retrieved."""
     with ExitStack() as stack:
-        retriever, _, _ = eval_cmd.open_pipeline(args, settings, stack)
+        retriever = PipelineBuilder(config, stack).retriever()
         retriever.prepare(dataset, fingerprint, CorpusTracker(judged=set()))
-        return {**retriever.describe(), "top_k": args.top_k}
+        return {**retriever.describe(), "top_k": config.top_k}
 
 
 def stable(value):

@@ -8,11 +8,14 @@ import sys
 import traceback
 from pathlib import Path
 
-from irforge.bench.runner import DatasetFailed, run_bench
+from irforge.app.bench import DatasetFailed, run_bench
+from irforge.app.errors import UsageError
 from irforge.bench.suite import Suite, SuiteError, load_suite, suite_from_datasets
 from irforge.bench.table import FORMATS, suite_table
-from irforge.cli import eval_cmd
+from irforge.cli.eval_cmd import INSTRUCTION_OPTIONS
+from irforge.cli.options import add_config_file_option, add_config_options, config_from_args
 from irforge.common.output_set import OutputFolderError, check_outside
+from irforge.config import ConfigError, PipelineConfig
 from irforge.common.redact import redact_text
 from irforge.evaluator.measures import DEFAULT_MEASURES, MeasureError, parse_measures
 
@@ -36,18 +39,10 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--out", type=Path, required=True, help="output folder: OUT/<label>/ per dataset, OUT/suite.json, OUT/suite.md")
     parser.add_argument("--format", choices=FORMATS, default="text",
                         help="how the final table is printed: text (default), markdown or csv (suite.md is always Markdown)")
-    eval_cmd.add_pipeline_arguments(parser, DEFAULT_MEASURES)
+    add_config_file_option(parser)
+    # The system: every pipeline option but what the suite gives per dataset.
+    add_config_options(parser, PipelineConfig, exclude=("dataset", "split", *INSTRUCTION_OPTIONS))
     parser.set_defaults(handler=run_bench_command)
-
-
-def eval_dataset_type():
-    """What `irforge eval --dataset` makes of its value (a path today; the same conversion whatever it becomes)."""
-    from irforge.cli.parser import IrforgeParser
-
-    subparsers = IrforgeParser(add_help=False).add_subparsers()
-    eval_cmd.add_parser(subparsers)
-    action = next(a for a in subparsers.choices["eval"]._actions if a.dest == "dataset")
-    return action.type or str
 
 
 def suite_from_args(args: argparse.Namespace) -> Suite:
@@ -61,7 +56,7 @@ def suite_from_args(args: argparse.Namespace) -> Suite:
 
 def bench_measures(args: argparse.Namespace, suite: Suite) -> list[str]:
     """-m flags first, then the suite file's measures, then eval's defaults."""
-    measures = list(args.measures or suite.measures or DEFAULT_MEASURES)
+    measures = list(getattr(args, "measures", None) or suite.measures or DEFAULT_MEASURES)
     parse_measures(measures)   # before any dataset runs
     return measures
 
@@ -75,19 +70,21 @@ def run_bench_command(args: argparse.Namespace) -> int:
     try:
         suite = suite_from_args(args)
         measures = bench_measures(args, suite)
+        config = config_from_args(args, PipelineConfig)
         if Path(args.out).exists() and not Path(args.out).is_dir():
             raise OutputFolderError(f"--out {args.out}: exists and is not a folder")
         # A store inside OUT would sit among (or under) the datasets' folders, which runs replace.
-        check_outside(args.out, {flag: getattr(args, flag[2:].replace("-", "_"), None)
-                                 for flag in eval_cmd.STORES if flag != "--dataset"})
+        stores = config.stores
+        check_outside(args.out, {"--index-dir": stores.index_dir, "--vector-dir": stores.vector_dir,
+                                 "--embedding-cache": stores.embedding_cache, "--store": config.holes.store})
         say(f"irforge bench: {suite.name}: {len(suite.entries)} datasets -> {args.out}")
-        record = run_bench(args, suite, Path(args.out), measures, say=say, dataset_type=eval_dataset_type())
-    except (SuiteError, MeasureError, OutputFolderError) as error:
+        record = run_bench(config, suite, Path(args.out), measures, say=say)
+    except (SuiteError, MeasureError, OutputFolderError, ConfigError) as error:
         print(f"irforge bench: error: {redact_text(str(error))}", file=sys.stderr)
         return 2
     except DatasetFailed as failed:
         print(f"irforge bench: error: {redact_text(str(failed))}", file=sys.stderr)
-        if isinstance(failed.error, (eval_cmd.UsageError, *USER_ERRORS)):
+        if isinstance(failed.error, (UsageError, *USER_ERRORS)):
             return 2
         traceback.print_exception(failed.error, file=sys.stderr)   # not the user's doing: the full story
         return 1

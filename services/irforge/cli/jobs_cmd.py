@@ -11,8 +11,8 @@ from pathlib import Path
 
 from irforge.cli import eval_cmd, instructions_cmd
 from irforge.cli.parser import IrforgeParser
-from irforge.cli.judge_cmd import EXIT_NOT_ALL_JUDGED
-from irforge.results import print_results_table
+from irforge.app.holes import EXIT_NOT_ALL_JUDGED
+from irforge.results.render import text as results_text
 
 DEFAULT_SERVER = "127.0.0.1:50050"
 
@@ -53,7 +53,7 @@ def add_parsers(subparsers) -> None:
     submit.add_argument("--instructions", action="store_true",
                         help="an instruction-following job, as `irforge eval-instructions`: --dataset is an InfoSearch, "
                              "FollowIR or InstructIR folder (or a folder of them)")
-    submit.add_argument("--instruction-template", metavar="TEMPLATE", help=instructions_cmd.TEMPLATE_HELP)
+    submit.add_argument("--instruction-template", metavar="TEMPLATE", help="how text models get query and instruction: a template with {query} and {instruction} (as eval-instructions)")
     submit.add_argument("--robustness-k", type=int, default=10, help="InstructIR: the k of Robustness@k (default 10)")
     _add_server(submit)
     submit.set_defaults(handler=run_submit)
@@ -190,7 +190,7 @@ def run_results(args: argparse.Namespace) -> int:
 
         sys.stdout.write(suite_table(json.loads((args.out / "suite.json").read_text(encoding="utf-8"))))
         return 0
-    print_results_table(json.loads((args.out / "results.json").read_text(encoding="utf-8")), sys.stdout)
+    sys.stdout.write(results_text(json.loads((args.out / "results.json").read_text(encoding="utf-8"))))
     return 0
 
 

@@ -11,18 +11,15 @@ import argparse
 import sys
 from pathlib import Path
 
+from irforge.app.holes import EXIT_NOT_ALL_JUDGED
 from irforge.common.files import write_json_atomic
-from irforge.common.output_set import OutputSet, check_output_folder, check_outside
-from irforge.data import read_trec_run
 from irforge.evaluator.measures import DEFAULT_MEASURES
 from irforge.judge.base import DEFAULT_RELEVANT_FROM
 from irforge.pipeline.progress import tqdm_progress
 
-EXIT_NOT_ALL_JUDGED = 1   # the report is written, but the judge failed on some pairs (re-run to retry them)
-
 
 def add_judge_arguments(parser: argparse.ArgumentParser, *, depth_flag: str = "--depth") -> None:
-    """--judge, --store, --thresholds, --relevant-from: shared with `irforge eval --fill-holes`."""
+    """--judge, --store, --thresholds, --relevant-from (`irforge eval --fill-holes` has them as pipeline options)."""
     group = parser.add_argument_group("judge")
     group.add_argument("--judge", default="embedded", metavar="embedded|FILE",
                        help="'embedded' (the local encoder judge, default) or a judge spec YAML (kind: openai-chat)")
@@ -78,105 +75,29 @@ def add_parser(subparsers) -> None:
     calibrate.set_defaults(handler=run_calibrate)
 
 
-def check_judge_choice(args: argparse.Namespace) -> None:
-    """ValueError for a --judge that is neither 'embedded' nor an existing file (before any work)."""
-    if args.judge != "embedded" and not Path(args.judge).is_file():
-        raise ValueError(f"--judge {args.judge}: neither 'embedded' nor an existing judge spec file")
+def judge_choice(args: argparse.Namespace):
+    from irforge.app.holes import JudgeChoice
 
-
-def _open_core(args):
-    from irforge.judge.factory import open_judge
-
-    return open_judge(args.judge, args.store, thresholds_path=args.thresholds)
-
-
-def fill_holes(args, dataset: Path, run_path: Path, out: Path, depth: int, split: str, measures, drop_identical: bool,
-               report_name: str | None, run_name: str | None = None) -> dict:
-    """Read the run, judge its holes, write the layer (and the report unless report_name is None);
-    the report names the run `run_name` (default: run_path)."""
-    from irforge.judge.holes import HoleFiller, HoleSettings, write_outputs
-
-    settings = HoleSettings(depth=depth, relevant_from=args.relevant_from, drop_identical_ids=drop_identical,
-                            measures=tuple(measures or DEFAULT_MEASURES))
-    run = read_trec_run(run_path).run
-    with _open_core(args) as core:
-        report, labelled, _ = HoleFiller(core, settings, tqdm_progress).run(dataset, run, split,
-                                                                            run_name=run_name or str(run_path))
-        report["store"] = str(core.store.path) if core.store is not None else None
-    write_outputs(out, report, labelled, report_name)
-    return report
-
-
-def no_paid_call_note(backend: str, calls: int) -> str:
-    """Said after a count of 0 judge calls made by the embedded judge, which never sends a request:
-    a bare 0 reads as if the labels came from nowhere, or as if a paid judge had been skipped."""
-    return " (embedded judge, on this machine: no paid call needed)" if backend == "embedded" and calls == 0 else ""
-
-
-def print_holes(report: dict, out=None) -> None:
-    out = out or sys.stdout
-    depth = report["depth"]
-    note = no_paid_call_note(report["judge"].get("backend", ""), report["judge_calls"])
-    out.write(f"\n{report['dataset']} · {report['split']} · holes in the top {depth}: {report['holes']} · judged "
-              f"{report['judged']} ({report['from_store']} from the store) · judge calls {report['judge_calls']}{note} · "
-              f"unparsed {report['unparsed']} · failed {report['failed']}\n")
-    before, after = report["metrics_before"], report["metrics_after"]
-    width = max(len(name) for name in before)
-    out.write(f"{'measure':<{width}}  before   after\n")
-    for name in before:
-        out.write(f"{name:<{width}}  {before[name]:.4f}  {after[name]:.4f}\n")
+    return JudgeChoice(judge=args.judge, store=str(args.store) if args.store else None,
+                       thresholds=str(args.thresholds) if args.thresholds else None, relevant_from=args.relevant_from)
 
 
 def run_holes(args: argparse.Namespace) -> int:
+    from irforge.app.holes import judge_holes, not_all_judged
+    from irforge.results.render import holes_lines
+
     try:
-        report = judge_holes(args, sys.stdout)
+        report = judge_holes(args.dataset, args.run, depth=args.depth, out=args.out, split=args.split,
+                             measures=args.measures, keep_identical_ids=args.keep_identical_ids, choice=judge_choice(args))
     except ValueError as error:
         print(f"irforge judge-holes: error: {error}", file=sys.stderr)
         return 2
-    return _not_all_judged("judge-holes", report)
-
-
-def judge_holes(args: argparse.Namespace, out) -> dict:
-    """All of `irforge judge-holes` but the exit: check the options (ValueError before any
-    judging), judge the holes, write holes.json and the judged layer into OUT as one set, print
-    the summary on `out`. Returns the report (as in holes.json). `irforge.judge_holes` calls this too."""
-    from irforge.judge.holes import JUDGED_QRELS, PROVENANCE, REPORT
-
-    if args.depth < 1:
-        raise ValueError(f"--depth must be at least 1, got {args.depth}")
-    check_output_folder(args.out)  # before judging, not when the paid-for labels cannot be written
-    check_outside(args.out, {"--dataset": args.dataset, "--store": args.store})
-    # The report and the layer it describes change together (other files in OUT are kept).
-    with OutputSet(args.out, replaces=(REPORT, JUDGED_QRELS, PROVENANCE)) as staging:
-        report = fill_holes(args, args.dataset, args.run, staging, args.depth, args.split, args.measures,
-                            not args.keep_identical_ids, REPORT)
-    print_holes(report, out)
-    print(f"wrote {args.out / 'holes.json'}" + (f" and {report['files']['judged_qrels']}" if report["files"]["judged_qrels"] else ""),
-          file=out)
-    return report
-
-
-def _not_all_judged(command: str, report: dict) -> int:
-    from irforge.judge.holes import not_all_judged
-
+    print("\n".join(holes_lines(report)))
+    print(f"wrote {args.out / 'holes.json'}" + (f" and {report['files']['judged_qrels']}" if report["files"]["judged_qrels"] else ""))
     if problem := not_all_judged(report):
-        print(f"irforge {command}: {problem}", file=sys.stderr)
+        print(f"irforge judge-holes: {problem}", file=sys.stderr)
         return EXIT_NOT_ALL_JUDGED
     return 0
-
-
-def fill_holes_after_eval(args: argparse.Namespace, spec, results: dict, run_name: str | None = None, out=None) -> int:
-    """`irforge eval --fill-holes K`: the same hole filling on the run just written; the report
-    goes into results.json as `holes`, the layer beside run.trec. `run_name`: where the run will
-    be once spec.out_dir, a staging folder, becomes OUT."""
-    folder = Path(spec.out_dir)
-    report = fill_holes(args, spec.dataset, folder / results["files"]["run"], folder, args.fill_holes, spec.split,
-                        spec.measures, spec.drop_identical_ids, report_name=None, run_name=run_name)
-    from irforge.judge.holes import join_results
-
-    join_results(Path(spec.out_dir), report, results)
-    print_holes(report, out)
-    return _not_all_judged("eval", report)
 
 
 def run_calibrate(args: argparse.Namespace) -> int:

@@ -8,7 +8,7 @@ from contextlib import ExitStack
 from pathlib import Path
 
 from irforge.cli import build
-from irforge.cli.judge_cmd import no_paid_call_note
+from irforge.results.render import no_paid_call_note
 from irforge.common.redact import redact_text
 from irforge.judge.qc.prelabel import Thresholds
 

@@ -57,6 +57,7 @@ class InstructionJobSpec:
     template: InstructionTemplate = field(default_factory=InstructionTemplate)
     drop_identical_ids: bool = True
     robustness_k: int = 10
+    config: dict | None = None   # the whole pipeline configuration (irforge.config), recorded as results.json's `config`
 
     def __post_init__(self):
         if self.top_k <= 0:
@@ -216,6 +217,7 @@ class InstructionJob:
                           "instruction": {"text_models_see": spec.template.describe(),
                                           "search_endpoints_get": "query and instruction as separate fields",
                                           "rerankers_see": "the composed text (query with its instruction)"}},
+            **({"config": spec.config} if spec.config is not None else {}),
             "metrics": metrics,
             "per_query": per_query,
             "per_query_keys": "dimension/query id" if several else "query id",

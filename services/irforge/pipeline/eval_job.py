@@ -39,6 +39,7 @@ class EvalJobSpec:
     top_k: int = 1000
     measures: tuple[str, ...] = DEFAULT_MEASURES
     drop_identical_ids: bool = True
+    config: dict | None = None   # the whole pipeline configuration (irforge.config), recorded as results.json's `config`
 
     def __post_init__(self):
         if self.top_k <= 0:
@@ -111,6 +112,7 @@ class EvalJob:
             "dataset": dataset.name,
             "split": spec.split,
             "retriever": {**self.retriever.describe(), "top_k": spec.top_k},
+            **({"config": spec.config} if spec.config is not None else {}),
             "metrics": {name: result.aggregate[name] for name in result.measure_names},
             "per_query": {q: result.per_query[q] for q in sorted(result.per_query)},
             "evaluation": {

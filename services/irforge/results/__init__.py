@@ -1,11 +1,16 @@
 """The one results object: what `irforge eval` writes as results.json, as a dict (so it compares
 equal to `json.load(open("results.json"))` and serialises unchanged), with a few conveniences
-for notebooks. The CLI, `irforge.evaluate` and the orchestrator's jobs all produce it."""
+for notebooks. The CLI, `irforge.evaluate` and the orchestrator's jobs all produce it, and it
+renders itself (`table()`, `markdown()`: irforge.results.render)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+
+from irforge.results.render import describe_retriever
+
+__all__ = ["Results", "describe_retriever"]
 
 
 class Results(dict):
@@ -47,50 +52,18 @@ class Results(dict):
         return {name: self.folder / name for name in names}
 
     def table(self) -> str:
-        """The table `irforge eval` prints."""
-        import io
+        """The table `irforge eval` (or `eval-instructions`) prints, with the holes summary when holes were filled."""
+        from irforge.results.render import text
 
-        text = io.StringIO()
-        print_results_table(self, text)
-        return text.getvalue()
+        return text(self)
+
+    def markdown(self) -> str:
+        """The metric table as Markdown."""
+        from irforge.results.render import markdown
+
+        return markdown(self)
 
     def __repr__(self) -> str:
         metrics = ", ".join(f"{name}={value:.4f}" for name, value in self.get("metrics", {}).items())
         return f"Results({self.get('dataset')!r}, {metrics})"
 
-
-def describe_retriever(retriever: dict) -> str:
-    """One line for results.json's `retriever` (eval's table, bench's suite.md, reports): what ran,
-    with the settings that tell runs apart; a description it does not know falls back to its name."""
-    if not retriever:
-        return "(not recorded)"
-    try:
-        return _describe(retriever)
-    except (KeyError, TypeError, AttributeError):
-        return str(retriever.get("name") or retriever.get("kind") or "(unnamed)")
-
-
-def _describe(retriever: dict) -> str:
-    if "first_stage" in retriever:
-        return f"{_describe(retriever['first_stage'])} reranked (depth {retriever['rerank_depth']})"
-    if retriever["name"] == "bm25":
-        return f"bm25 ({retriever['backend']}, k1={retriever.get('k1')}, b={retriever.get('b')})"
-    if retriever["name"] == "dense":
-        search = retriever["search"] if isinstance(retriever["search"], str) else "hnsw"
-        return f"dense ({retriever['encoder']['model']}, {search}, {retriever['vector_backend']})"
-    if retriever["name"] == "sparse":
-        return f"sparse ({retriever['encoder']['model']}, exact dot, {retriever['vector_backend']})"
-    if retriever["name"] == "hybrid":
-        second = "dense" if "dense" in retriever else "sparse"
-        model = retriever[second]["encoder"]["model"]
-        return f"hybrid ({retriever['fusion']['method']} of bm25 + {model if second == 'dense' else 'sparse ' + model})"
-    return retriever["name"]
-
-
-def print_results_table(results: dict, out) -> None:
-    """The table of `irforge eval` or of `irforge eval-instructions`, whichever made `results`."""
-    if results.get("kind") == "instructions":
-        from irforge.cli.instructions_cmd import print_table
-    else:
-        from irforge.cli.eval_cmd import print_table
-    print_table(results, out)

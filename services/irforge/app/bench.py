@@ -1,6 +1,6 @@
-"""`irforge bench` in-process: one system over a suite, each dataset through `irforge eval`'s own
-code path (eval_cmd.evaluate, with the dataset, split and OUT of that dataset), so a suite's
-numbers are exactly what `irforge eval` gives dataset by dataset.
+"""`irforge bench` in-process: one system (a PipelineConfig) over a suite, each dataset through
+`irforge eval`'s own use case (irforge.app.evaluate.evaluate, with the dataset, split and OUT of
+that dataset), so a suite's numbers are exactly what `irforge eval` gives dataset by dataset.
 
 Resumable: a dataset whose OUT/<label>/results.json still stands (bench.reuse) is reused, not
 redone; each dataset's folder is written as one set, so a bench killed at any moment resumes with
@@ -10,8 +10,7 @@ datasets finished before it stay in OUT and are reused by the next run.
 
 from __future__ import annotations
 
-import argparse
-import copy
+import dataclasses
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -19,7 +18,8 @@ from pathlib import Path
 from irforge.bench.record import DatasetOutcome, remove_suite, suite_record, write_suite
 from irforge.bench.reuse import reuse_problem
 from irforge.bench.suite import Suite, SuiteEntry
-from irforge.cli import eval_cmd
+from irforge.app.evaluate import checked, evaluate
+from irforge.config import PipelineConfig
 from irforge.results import Results
 
 
@@ -33,43 +33,41 @@ class DatasetFailed(RuntimeError):
         self.error = error
 
 
-def dataset_args(args: argparse.Namespace, entry: SuiteEntry, out: Path, measures: list[str], dataset_type) -> argparse.Namespace:
-    """`irforge eval`'s Namespace for one dataset: the bench's pipeline flags, that dataset, split and OUT."""
-    one = copy.copy(args)
-    one.dataset = dataset_type(entry.location)
-    one.split = entry.split
-    one.out = out / entry.label
-    one.measures = list(measures)
-    return one
+def dataset_config(config: PipelineConfig, entry: SuiteEntry, measures: list[str]) -> PipelineConfig:
+    """The system's configuration on one dataset of the suite: that dataset, split and measures."""
+    return dataclasses.replace(config, dataset=str(entry.location), split=entry.split,
+                               evaluation=dataclasses.replace(config.evaluation, measures=tuple(measures)))
 
 
-def run_bench(args: argparse.Namespace, suite: Suite, out: Path, measures: list[str], *,
-              say: Callable[[str], None], dataset_type=Path) -> dict:
-    """Run (or reuse) every dataset, then write OUT/suite.json and suite.md; returns suite.json's record.
-    `say` gets the progress lines; `dataset_type` turns a suite's dataset into eval's --dataset value."""
+def run_bench(config: PipelineConfig, suite: Suite, out: Path, measures: list[str], *,
+              say: Callable[[str], None]) -> dict:
+    """Run (or reuse) every dataset, then write OUT/suite.json and suite.md; returns suite.json's
+    record. `say` gets the progress lines (the command prints them on stderr, so logs keep them)."""
     total = len(suite.entries)
     outcomes: list[DatasetOutcome] = []
     suite_removed = False
     for position, entry in enumerate(suite.entries, 1):
-        one = dataset_args(args, entry, out, measures, dataset_type)
+        one = dataset_config(config, entry, measures)
+        folder = out / entry.label
         started = time.perf_counter()
         say(f"[{position}/{total}] {entry.label} ({entry.dataset}, {entry.split}) ...")
         try:
-            problem = reuse_problem(one, one.out)
+            one = checked(one, folder)
+            problem = reuse_problem(one, folder)
             if problem is None:
-                results, status = Results.load(one.out), "reused"
+                results, status = Results.load(folder), "reused"
             else:
                 if problem:
                     say(f"[{position}/{total}] {entry.label}: redoing: {problem}")
                 if not suite_removed:  # OUT's datasets are about to change: the old table no longer describes them
                     remove_suite(out)
                     suite_removed = True
-                results, _ = eval_cmd.evaluate(one, None)
+                results = evaluate(one, folder)
                 status = "evaluated"
         except Exception as error:  # noqa: BLE001 - any failure stops the bench, naming the dataset
             raise DatasetFailed(entry, position, total, error) from error
         first = next(iter(measures))
-        why = f" {one.out}/results.json (same system, same data)" if status == "reused" else ""
+        why = f" {folder}/results.json (same system, same data)" if status == "reused" else ""
         say(f"[{position}/{total}] {entry.label}: {status}{why} · {first} {results['metrics'][first]:.4f} · "
             f"{results['evaluation']['queries_evaluated']} queries · {time.perf_counter() - started:.1f}s")
         outcomes.append(DatasetOutcome(label=entry.label, dataset=entry.dataset, split=entry.split,

@@ -1,0 +1,106 @@
+"""The evaluation use cases: `irforge eval` (a BEIR collection) and `irforge eval-instructions`
+(instruction following), from a PipelineConfig through the one builder to the one Results.
+
+Everything is checked before any work (UsageError): the configuration, the measures, the
+judge, OUT writable with the stores outside it. OUT is written as one set: a kill at any moment
+leaves the earlier set or this one, never results of one beside a run of the other.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from contextlib import ExitStack
+from pathlib import Path
+
+from irforge.app.errors import UsageError
+from irforge.app.holes import JudgeChoice, fill_holes_after_eval
+from irforge.builder.pipeline import PipelineBuilder
+from irforge.common.output_set import OutputSet, check_output_folder, check_outside
+from irforge.config import PipelineConfig, to_mapping, validate
+from irforge.datasets import resolve_dataset
+from irforge.evaluator.measures import DEFAULT_MEASURES, parse_measures
+from irforge.pipeline.eval_job import EvalJob, EvalJobSpec
+from irforge.results import Results
+
+INSTRUCTION_MEASURES = ("nDCG@10",)   # irforge.instructions.job's default
+
+
+def checked(config: PipelineConfig, out: str | Path, use: str = "eval") -> PipelineConfig:
+    """The configuration validated for `use`, its dataset name resolved to its folder, and OUT
+    found writable with the stores outside it: before any work (UsageError otherwise)."""
+    try:
+        config = dataclasses.replace(config, dataset=str(resolve_dataset(config.dataset)) if config.dataset else "")
+        validate(config, use)
+        parse_measures(list(measures_of(config, use)))
+        if config.holes.depth is not None:
+            judge_choice(config).check()   # a bad --judge fails before the evaluation, not after it
+        check_output_folder(out)
+        stores = config.stores
+        check_outside(out, {"--dataset": config.dataset, "--index-dir": stores.index_dir, "--vector-dir": stores.vector_dir,
+                            "--embedding-cache": stores.embedding_cache, "--store": config.holes.store})
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    return config
+
+
+def measures_of(config: PipelineConfig, use: str = "eval") -> tuple[str, ...]:
+    default = INSTRUCTION_MEASURES if use == "eval-instructions" else DEFAULT_MEASURES
+    return tuple(config.evaluation.measures or default)
+
+
+def judge_choice(config: PipelineConfig) -> JudgeChoice:
+    holes = config.holes
+    return JudgeChoice(judge=holes.judge, store=holes.store, thresholds=holes.thresholds, relevant_from=holes.relevant_from)
+
+
+def open_pipeline(config: PipelineConfig, stack: ExitStack):
+    """(retriever, evaluator, mode) for a checked configuration; what only a file can tell (an
+    endpoint spec's kind) is a UsageError here, before any work."""
+    try:
+        builder = PipelineBuilder(config, stack)
+        return builder.retriever(), builder.evaluator, builder.mode()
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+
+
+def evaluate(config: PipelineConfig, out: str | Path) -> Results:
+    """Index, retrieve and evaluate as `irforge eval` does; OUT gets run.trec and results.json (with
+    `config`: the configuration whole) and, with holes.depth, the judged layer; returns the results
+    (`holes` in them when holes were filled: irforge.app.holes.not_all_judged says if some failed)."""
+    out = Path(out)
+    config = checked(config, out, "eval")
+    with ExitStack() as stack:
+        retriever, evaluator, mode = open_pipeline(config, stack)
+        with OutputSet(out) as staging:
+            spec = EvalJobSpec(dataset=Path(config.dataset), out_dir=staging, split=config.split, top_k=config.top_k,
+                               measures=measures_of(config), drop_identical_ids=not config.evaluation.keep_identical_ids,
+                               config=to_mapping(config))
+            results = Results(EvalJob(spec, retriever, evaluator, mode).run(), folder=out)
+            if config.holes.depth is not None:
+                fill_holes_after_eval(judge_choice(config), config.holes.depth, spec, results,
+                                      run_name=str(out / results["files"]["run"]))
+    return results
+
+
+def evaluate_instructions(config: PipelineConfig, out: str | Path) -> Results:
+    """Instruction-following evaluation as `irforge eval-instructions`: every mode of every query
+    retrieved over the full corpus, one run per mode and dimension, results.json (with `config`)."""
+    from irforge.instructions.collection import open_instruction_collections
+    from irforge.instructions.job import InstructionJob, InstructionJobSpec
+    from irforge.instructions.queries import InstructionTemplate
+
+    out = Path(out)
+    config = checked(config, out, "eval-instructions")
+    spec = InstructionJobSpec(collection=Path(config.dataset), out_dir=out, split=config.split, top_k=config.top_k,
+                              measures=measures_of(config, "eval-instructions"),
+                              template=InstructionTemplate(config.instructions.template),
+                              drop_identical_ids=not config.evaluation.keep_identical_ids,
+                              robustness_k=config.instructions.robustness_k, config=to_mapping(config))
+    collections = open_instruction_collections(config.dataset, config.split)  # a bad folder fails before any model loads
+    with ExitStack() as stack:
+        retriever, evaluator, mode = open_pipeline(config, stack)
+        with OutputSet(out) as staging:
+            job = InstructionJob(dataclasses.replace(spec, out_dir=staging), retriever, evaluator, mode,
+                                 collections=collections, announce=lambda line: print(line, file=sys.stderr, flush=True))
+            return Results(job.run(), folder=out)

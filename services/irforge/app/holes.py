@@ -1,0 +1,91 @@
+"""Judging holes: `irforge judge-holes` (a run file) and `irforge eval --fill-holes K` (the run
+just written). The judge is chosen by a JudgeChoice (embedded or a spec file, its store,
+thresholds and the relevance cut); the report is holes.json's content."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from irforge.app.errors import UsageError
+from irforge.common.output_set import OutputSet, check_output_folder, check_outside
+from irforge.data import read_trec_run
+from irforge.evaluator.measures import DEFAULT_MEASURES
+from irforge.judge.base import DEFAULT_RELEVANT_FROM
+from irforge.pipeline.progress import tqdm_progress
+
+EXIT_NOT_ALL_JUDGED = 1   # the report is written, but the judge failed on some pairs (re-run to retry them)
+
+
+@dataclass(frozen=True)
+class JudgeChoice:
+    judge: str = "embedded"                 # 'embedded' or a judge spec YAML file
+    store: str | None = None                # the judgement store (default: $IRFORGE_JUDGE_STORE or the user data dir)
+    thresholds: str | None = None           # the embedded judge's thresholds file
+    relevant_from: int = DEFAULT_RELEVANT_FROM
+
+    def check(self) -> None:
+        """UsageError for a judge that is neither 'embedded' nor an existing file (before any work)."""
+        if self.judge != "embedded" and not Path(self.judge).is_file():
+            raise UsageError(f"--judge {self.judge}: neither 'embedded' nor an existing judge spec file")
+
+    def open(self):
+        from irforge.judge.factory import open_judge
+
+        return open_judge(self.judge, Path(self.store) if self.store else None,
+                          thresholds_path=Path(self.thresholds) if self.thresholds else None)
+
+
+def fill_holes(choice: JudgeChoice, dataset: Path, run_path: Path, out: Path, depth: int, split: str, measures,
+               drop_identical: bool, report_name: str | None, run_name: str | None = None) -> dict:
+    """Read the run, judge its holes, write the layer (and the report unless report_name is None);
+    the report names the run `run_name` (default: run_path)."""
+    from irforge.judge.holes import HoleFiller, HoleSettings, write_outputs
+
+    settings = HoleSettings(depth=depth, relevant_from=choice.relevant_from, drop_identical_ids=drop_identical,
+                            measures=tuple(measures or DEFAULT_MEASURES))
+    run = read_trec_run(run_path).run
+    with choice.open() as core:
+        report, labelled, _ = HoleFiller(core, settings, tqdm_progress).run(dataset, run, split,
+                                                                            run_name=run_name or str(run_path))
+        report["store"] = str(core.store.path) if core.store is not None else None
+    write_outputs(out, report, labelled, report_name)
+    return report
+
+
+def judge_holes(dataset: str | Path, run: str | Path, *, depth: int, out: str | Path, split: str = "test",
+                measures=None, keep_identical_ids: bool = False, choice: JudgeChoice = JudgeChoice()) -> dict:
+    """`irforge judge-holes`: check the options (UsageError before any judging), judge the holes of
+    the run's top `depth`, write holes.json and the judged layer into OUT as one set; returns the
+    report (as in holes.json)."""
+    from irforge.judge.holes import JUDGED_QRELS, PROVENANCE, REPORT
+
+    out = Path(out)
+    if depth < 1:
+        raise UsageError(f"--depth must be at least 1, got {depth}")
+    choice.check()
+    check_output_folder(out)  # before judging, not when the paid-for labels cannot be written
+    check_outside(out, {"--dataset": dataset, "--store": choice.store})
+    # The report and the layer it describes change together (other files in OUT are kept).
+    with OutputSet(out, replaces=(REPORT, JUDGED_QRELS, PROVENANCE)) as staging:
+        return fill_holes(choice, Path(dataset), Path(run), staging, depth, split, measures, not keep_identical_ids, REPORT)
+
+
+def fill_holes_after_eval(choice: JudgeChoice, depth: int, spec, results: dict, run_name: str | None = None) -> dict:
+    """`irforge eval --fill-holes K`: the same hole filling on the run just written; the report
+    goes into results (and results.json) as `holes`, the layer beside run.trec. `run_name`: where
+    the run will be once spec.out_dir, a staging folder, becomes OUT."""
+    from irforge.judge.holes import join_results
+
+    folder = Path(spec.out_dir)
+    report = fill_holes(choice, spec.dataset, folder / results["files"]["run"], folder, depth, spec.split,
+                        spec.measures, spec.drop_identical_ids, report_name=None, run_name=run_name)
+    join_results(folder, report, results)
+    return report
+
+
+def not_all_judged(report: dict) -> str:
+    """'' when every hole got a label; else what the judge could not do (the exit-1 cases)."""
+    from irforge.judge.holes import not_all_judged as problem
+
+    return problem(report)

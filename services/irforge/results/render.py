@@ -1,0 +1,141 @@
+"""Results render themselves (as ranx's Report): the text table `irforge eval` and `irforge
+eval-instructions` print, and the same content as Markdown, from results.json's record alone,
+so the command line, bench and a notebook show the same thing."""
+
+from __future__ import annotations
+
+from irforge.pipeline.latency import latency_lines
+
+
+def describe_retriever(retriever: dict) -> str:
+    """One line for results.json's `retriever` (eval's table, bench's suite.md, reports): what ran,
+    with the settings that tell runs apart; a description it does not know falls back to its name."""
+    if not retriever:
+        return "(not recorded)"
+    try:
+        return _describe(retriever)
+    except (KeyError, TypeError, AttributeError):
+        return str(retriever.get("name") or retriever.get("kind") or "(unnamed)")
+
+
+def _describe(retriever: dict) -> str:
+    if "first_stage" in retriever:
+        return f"{_describe(retriever['first_stage'])} reranked (depth {retriever['rerank_depth']})"
+    if retriever["name"] == "bm25":
+        return f"bm25 ({retriever['backend']}, k1={retriever.get('k1')}, b={retriever.get('b')})"
+    if retriever["name"] == "dense":
+        search = retriever["search"] if isinstance(retriever["search"], str) else "hnsw"
+        return f"dense ({retriever['encoder']['model']}, {search}, {retriever['vector_backend']})"
+    if retriever["name"] == "sparse":
+        return f"sparse ({retriever['encoder']['model']}, exact dot, {retriever['vector_backend']})"
+    if retriever["name"] == "hybrid":
+        second = "dense" if "dense" in retriever else "sparse"
+        model = retriever[second]["encoder"]["model"]
+        return f"hybrid ({retriever['fusion']['method']} of bm25 + {model if second == 'dense' else 'sparse ' + model})"
+    return retriever["name"]
+
+
+def text(results: dict) -> str:
+    """The table of `irforge eval` or of `irforge eval-instructions`, whichever made `results`."""
+    lines = _instruction_lines(results) if results.get("kind") == "instructions" else _eval_lines(results)
+    if "holes" in results:
+        lines += holes_lines(results["holes"])
+    return "\n".join(lines) + "\n"
+
+
+def markdown(results: dict) -> str:
+    """The metric table as Markdown: a heading line, then | measure | value | (per dimension for
+    instruction-following results)."""
+    if results.get("kind") == "instructions":
+        dimensions = results["dimensions"]
+        columns = [*dimensions, "mean"] if len(dimensions) > 1 else ["value"]
+        head = f"**{results['dataset']}** · {results['split']} · {results['layout']} layout · {results['retriever'].get('name')}"
+        rows = [f"| measure | {' | '.join(columns)} |", "|---|" + "---:|" * len(columns)]
+        for name in results["metrics"]:
+            cells = [dimensions[d]["metrics"].get(name) for d in dimensions] if len(dimensions) > 1 else []
+            cells.append(results["metrics"][name])
+            rows.append(f"| {name} | " + " | ".join("—" if v is None else f"{v:.4f}" for v in cells) + " |")
+        return "\n".join([head, "", *rows]) + "\n"
+    head = (f"**{results['dataset']}** · {results['split']} · {describe_retriever(results['retriever'])} · "
+            f"{results['evaluation']['queries_evaluated']} queries")
+    rows = ["| measure | value |", "|---|---:|", *(f"| {name} | {value:.4f} |" for name, value in results["metrics"].items())]
+    return "\n".join([head, "", *rows]) + "\n"
+
+
+def _eval_lines(results: dict) -> list[str]:
+    evaluation = results["evaluation"]
+    lines = ["", f"{results['dataset']} · {results['split']} · {describe_retriever(results['retriever'])} · "
+                 f"{evaluation['queries_evaluated']} queries"]
+    width = max(len(name) for name in results["metrics"])
+    lines.append(f"{'measure':<{width}}  value")
+    lines += [f"{name:<{width}}  {value:.4f}" for name, value in results["metrics"].items()]
+    problems = results["data"]["qrels_problems"]
+    if problems["unknown_queries"] or problems["unknown_documents"]:
+        lines.append(f"qrels problems: {problems['unknown_queries']} unknown queries, "
+                     f"{problems['unknown_documents']} unknown documents")
+    counts = results["counts"]
+    if counts["documents_failed"]:
+        lines.append(f"documents not indexed: {counts['documents_failed']} (see results.json counts.document_errors)")
+    work = []
+    if counts.get("reindexed_because"):
+        lines.append(f"bm25 index not reused: {counts['reindexed_because']}")
+    if "documents_ingested" in counts:
+        work.append("bm25 index reused (complete: fingerprint and document count match)" if counts["ingest_skipped"]
+                    else f"{counts['documents_ingested']} documents indexed")
+    if "documents_encoded" in counts:
+        work.append("vectors reused" if counts["vectors_skipped"] else
+                    f"{counts['documents_encoded']} documents encoded ({counts['documents_reused_from_cache']} from cache)")
+    timings = results["timings"]
+    lines.append(f"{', '.join(work)} · index {timings['index_s']:.1f}s · retrieve {timings['retrieve_s']:.1f}s · "
+                 f"evaluate {timings['evaluate_s']:.1f}s")
+    lines += latency_lines(results.get("latency"))  # results written before latency was recorded have none
+    lines.append(f"wrote {results['files']['run']} and results.json")
+    return lines
+
+
+# Printed as the paper tables do: modes' nDCG first, then the instruction-following metrics.
+def _instruction_lines(results: dict) -> list[str]:
+    dimensions = results["dimensions"]
+    names = list(results["metrics"])
+    queries = sum(d["queries"] for d in dimensions.values())
+    lines = ["", f"{results['dataset']} · {results['split']} · {results['layout']} layout · "
+                 f"{results['retriever'].get('name')} · {len(dimensions)} dimension(s), {queries} queries"]
+    columns = [*dimensions, "mean"] if len(dimensions) > 1 else ["value"]
+    width = max(len(name) for name in [*names, "measure"])
+    widths = [max(len(column), 7) for column in columns]
+    lines.append(f"{'measure':<{width}}  " + "  ".join(f"{c:>{w}}" for c, w in zip(columns, widths)))
+    for name in names:
+        cells = [dimensions[d]["metrics"].get(name) for d in dimensions] if len(dimensions) > 1 else []
+        cells.append(results["metrics"][name])
+        lines.append(f"{name:<{width}}  " + "  ".join("—".rjust(w) if v is None else f"{v:>{w}.4f}"
+                                                      for v, w in zip(cells, widths)))
+    if any(name.startswith(("p-MRR", "WISE", "SICR")) for name in names):
+        lines.append("p-MRR, WISE and SICR are fractions here; papers print them x 100")
+    timings = results["timings"]
+    lines.append(f"index {timings['index_s']:.1f}s · retrieve {timings['retrieve_s']:.1f}s · "
+                 f"evaluate {timings['evaluate_s']:.1f}s")
+    lines += latency_lines(results.get("latency"))
+    runs = [name for files in results["files"]["runs"].values() for name in files.values()]
+    lines.append(f"wrote {len(runs)} run files ({runs[0]}, ...) and results.json" if len(runs) > 1
+                 else f"wrote {runs[0]} and results.json")
+    return lines
+
+
+def no_paid_call_note(backend: str, calls: int) -> str:
+    """Said after a count of 0 judge calls made by the embedded judge, which never sends a request:
+    a bare 0 reads as if the labels came from nowhere, or as if a paid judge had been skipped."""
+    return " (embedded judge, on this machine: no paid call needed)" if backend == "embedded" and calls == 0 else ""
+
+
+def holes_lines(report: dict) -> list[str]:
+    """The summary of a holes report (judge-holes, eval --fill-holes): counts, then metrics before and after."""
+    depth = report["depth"]
+    note = no_paid_call_note(report["judge"].get("backend", ""), report["judge_calls"])
+    lines = ["", f"{report['dataset']} · {report['split']} · holes in the top {depth}: {report['holes']} · judged "
+                 f"{report['judged']} ({report['from_store']} from the store) · judge calls {report['judge_calls']}{note} · "
+                 f"unparsed {report['unparsed']} · failed {report['failed']}"]
+    before, after = report["metrics_before"], report["metrics_after"]
+    width = max(len(name) for name in before)
+    lines.append(f"{'measure':<{width}}  before   after")
+    lines += [f"{name:<{width}}  {before[name]:.4f}  {after[name]:.4f}" for name in before]
+    return lines
