@@ -4,6 +4,8 @@ endpoint; results come back as one set of results.json and one run per dimension
 
 from __future__ import annotations
 
+from irforge.cli import jobs_cmd
+
 import importlib.util
 import json
 import sys
@@ -113,7 +115,7 @@ def test_submit_flags_and_spec_files_ask_for_instruction_jobs(tmp_path):
     collection = scripted.write_collection(tmp_path / "if-tiny")
     args = build_parser().parse_args(["submit", "--instructions", "--dataset", str(collection),
                                       "--instruction-template", "Instruct: {instruction}\\nQuery: {query}"])
-    spec = JobSpec.from_eval_args(args)
+    spec = jobs_cmd.submit_spec(args)
     assert spec.instructions and spec.pipeline.instructions.template == "Instruct: {instruction}\nQuery: {query}"
     assert spec.measures == ("nDCG@10",)
     assert JobSpec.from_proto(spec.to_proto()) == spec

@@ -25,7 +25,7 @@ def test_flags_of_irforge_eval_make_a_spec(scifact_tiny):
     args = submit_args("--dataset", str(scifact_tiny), "--retriever", "hybrid", "--k1", "1.2", "--b", "0.75",
                        "--fusion", "linear", "--fusion-weights", "2,1", "-m", "nDCG@10", "--top-k", "50",
                        "--reranker-endpoint", str(scifact_tiny / "queries.jsonl"), "--rerank-depth", "20", "--fill-holes", "5")
-    spec = JobSpec.from_eval_args(args)
+    spec = jobs_cmd.submit_spec(args)
     config = spec.pipeline
     assert (config.retriever, config.bm25.k1, config.bm25.b, config.fusion.method, config.fusion.weights) == (
         "hybrid", 1.2, 0.75, "linear", (2.0, 1.0))
@@ -39,7 +39,7 @@ def test_service_flags_are_refused_with_their_names(scifact_tiny):
     args = submit_args("--dataset", str(scifact_tiny), "--index-dir", "/x", "--device", "cuda")
     with pytest.raises(JobSpecError, match=r"'pipeline.encoder.device' \(--device\), 'pipeline.stores.index_dir' "
                                            r"\(--index-dir\): these configure the services"):
-        JobSpec.from_eval_args(args)
+        jobs_cmd.submit_spec(args)
 
 
 def test_yaml_spec_files(tmp_path, scifact_tiny):

@@ -312,12 +312,6 @@ class JobSpec:
 
         return from_yaml(path)
 
-    @classmethod
-    def from_eval_args(cls, args, datasets: tuple[SuiteMember, ...] = ()) -> JobSpec:
-        from irforge.orchestrator.spec_files import from_eval_args
-
-        return from_eval_args(args, datasets)
-
 
 def suite_members(members: list[tuple[str, str, str]], split: str) -> tuple[SuiteMember, ...]:
     """(dataset, label, split) triples with the defaults filled in: the folder's name, the job's split."""

@@ -1,21 +1,20 @@
 """A JobSpec to and from its other forms: the proto (its `pipeline` a protobuf Struct holding the
 PipelineConfig's nested mapping), a YAML file (the proto's JSON mapping: `pipeline: {retriever:
-dense, bm25: {k1: 1.2}}`), the job store's dict, and `irforge submit`'s flags."""
+dense, bm25: {k1: 1.2}}`), the job store's dict, and `irforge submit`'s configuration."""
 
 from __future__ import annotations
 
-import argparse
 from dataclasses import asdict, replace
 from pathlib import Path
 
 import yaml
 from google.protobuf import json_format
 
-from irforge.config import DEFAULT_MODEL, ConfigError, PipelineConfig, from_mapping as config_from_mapping, to_mapping, with_options
+from irforge.config import ConfigError, PipelineConfig, from_mapping as config_from_mapping, to_mapping
 from irforge.config.options import leaves
 from irforge.datasets import DatasetError, is_dataset_name, resolve_dataset
 from irforge.orchestrator.errors import JobSpecError
-from irforge.orchestrator.spec import JobSpec, SuiteMember, config_error, suite_members
+from irforge.orchestrator.spec import JobSpec, SuiteMember, suite_members
 from irforge.v1 import orchestrator_pb2
 
 
@@ -142,40 +141,17 @@ def resolved(spec: JobSpec, resolve) -> JobSpec:
                    datasets=tuple(replace(m, dataset=resolve(m.dataset)) for m in spec.datasets))
 
 
-# -- flags ------------------------------------------------------------------------------------
+# -- the command line -------------------------------------------------------------------------
 
-def pipeline_options(args: argparse.Namespace) -> dict:
-    """The pipeline's flat options from parsed `irforge eval` flags: each option's argparse dest
-    is its flat name; an unset flag (None, `--fill-holes 0`, `--model`'s default) keeps the
-    default. A thin adapter until irforge.cli.options derives the flags from the config."""
-    options = {}
-    for leaf in leaves(PipelineConfig):
-        if leaf.info.name == "server":   # submit's --server is the orchestrator, not the pipeline's services
-            continue
-        value = getattr(args, leaf.info.name, None)
-        if value is None or (leaf.info.name == "fill_holes" and not value):
-            continue
-        if leaf.info.name == "model" and value == DEFAULT_MODEL:   # argparse's default: the config's None
-            continue
-        options[leaf.info.name] = value
-    return options
-
-
-def from_eval_args(args: argparse.Namespace, datasets: tuple[SuiteMember, ...] = ()) -> JobSpec:
-    """From `irforge eval`'s flags (with `datasets`, a suite of them: `irforge submit --suite`);
-    paths resolved here, dataset names (beir/scifact) to the copy downloaded here."""
-    options = pipeline_options(args)
-    dataset = options.get("dataset")
-    if dataset and is_dataset_name(str(dataset)):
+def from_config(config: PipelineConfig, *, output: str = "", shards: int = 0, name: str = "", instructions: bool = False,
+                datasets: tuple[SuiteMember, ...] = ()) -> JobSpec:
+    """A job of `config` (`irforge submit`'s flags, irforge.cli.options): paths resolved here,
+    a dataset name (beir/scifact) to the copy downloaded here, as for `irforge eval`; validated."""
+    if config.dataset and is_dataset_name(config.dataset):
         try:
-            options["dataset"] = resolve_dataset(str(dataset))
+            config = replace(config, dataset=str(resolve_dataset(config.dataset)))
         except DatasetError as error:
             raise JobSpecError(str(error)) from None
-    try:
-        pipeline = with_options(PipelineConfig(), options, "irforge submit")
-    except ConfigError as error:
-        raise config_error(error) from None
-    spec = JobSpec(pipeline=pipeline, output=str(getattr(args, "out", None) or ""), shards=getattr(args, "shards", 0) or 0,
-                   name=getattr(args, "name", "") or "", instructions=bool(getattr(args, "instructions", False)),
+    spec = JobSpec(pipeline=config, output=output, shards=shards, name=name, instructions=instructions,
                    datasets=tuple(datasets))
     return resolved(spec, lambda value: str(Path(value).resolve())).validate()

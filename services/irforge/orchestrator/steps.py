@@ -276,7 +276,8 @@ def evaluate(ctx: StepContext) -> dict:
     spec = ctx.spec
     out_dir = ctx.results_dir
     eval_spec = EvalJobSpec(dataset=Path(spec.dataset), out_dir=out_dir, split=spec.split, top_k=spec.pipeline.top_k,
-                            measures=spec.measures, drop_identical_ids=not spec.pipeline.evaluation.keep_identical_ids)
+                            measures=spec.measures, drop_identical_ids=not spec.pipeline.evaluation.keep_identical_ids,
+                            config=to_mapping(spec.pipeline))   # recorded whole, as an in-process eval records it
     with OutputSet(out_dir) as staging:  # as `irforge eval` writes OUT: the old set or the new one, never a mix
         results = _evaluate_into(ctx, stage, replace(eval_spec, out_dir=staging))
     if spec.output:
@@ -287,7 +288,6 @@ def evaluate(ctx: StepContext) -> dict:
 def _evaluate_into(ctx: StepContext, stage: StoredStage, eval_spec: EvalJobSpec) -> dict:
     job = EvalJob(eval_spec, stage, ctx.evaluator, ctx.mode)
     results = job.evaluate()
-    results["config"] = to_mapping(ctx.spec.pipeline)   # the configuration whole, as an in-process eval records it
     # EvalJob timed only its own evaluation; the job's index and retrieval work ran in earlier steps.
     durations = ctx.durations
     results["timings"] = {
@@ -320,12 +320,11 @@ def evaluate_instructions(ctx: StepContext) -> dict:
     job_spec = InstructionJobSpec(collection=Path(spec.dataset), out_dir=out_dir, split=spec.split, top_k=config.top_k,
                                   measures=spec.measures, template=InstructionTemplate(config.instructions.template),
                                   drop_identical_ids=not config.evaluation.keep_identical_ids,
-                                  robustness_k=config.instructions.robustness_k)
+                                  robustness_k=config.instructions.robustness_k, config=to_mapping(config))
     # Two jobs on one folder would build the same indexes at once (the corpus service refuses a second writer).
     with ctx.lock(f"instructions:{Path(spec.dataset).resolve()}"), OutputSet(out_dir) as staging:
         job = InstructionJob(replace(job_spec, out_dir=staging), retriever, ctx.evaluator, ctx.mode)
         results = job.evaluate()
-        results["config"] = to_mapping(config)
         results["job_id"] = ctx.job_id
         write_json_atomic(staging / "results.json", results)
     if spec.output:
