@@ -78,7 +78,7 @@ def test_a_second_run_reuses_both_datasets_without_indexing_or_evaluating(first_
         raise AssertionError("a reused dataset was evaluated again")
 
     monkeypatch.setattr(Bm25Retriever, "prepare", noting_prepare)
-    monkeypatch.setattr("irforge.bench.runner.eval_cmd.evaluate", no_evaluation)
+    monkeypatch.setattr("irforge.app.bench.evaluate", no_evaluation)
     assert main(bench(workspace, out, "--format", "csv")) == 0
     printed = capsys.readouterr()
     record = suite_json(out)
@@ -122,22 +122,22 @@ def test_a_changed_corpus_redoes_only_that_dataset(workspace, tmp_path, capsys, 
 
 
 def test_an_interrupted_bench_resumes_with_the_next_dataset(workspace, tmp_path, monkeypatch, capsys):
-    import irforge.cli.eval_cmd as eval_cmd
+    import irforge.app.bench as bench_use_case
 
     out = tmp_path / "out"
-    real_evaluate, calls = eval_cmd.evaluate, []
+    real_evaluate, calls = bench_use_case.evaluate, []
 
-    def killed_at_the_second(args, printed):
-        calls.append(args.out.name)
+    def killed_at_the_second(config, folder):
+        calls.append(folder.name)
         if len(calls) == 2:
             raise KeyboardInterrupt   # Ctrl-C (or a kill) between the first dataset's set and the second's
-        return real_evaluate(args, printed)
+        return real_evaluate(config, folder)
 
-    monkeypatch.setattr("irforge.bench.runner.eval_cmd.evaluate", killed_at_the_second)
+    monkeypatch.setattr("irforge.app.bench.evaluate", killed_at_the_second)
     assert main(bench(workspace, out)) == 130
     assert (out / "scifact" / "results.json").exists() and not (out / "nfcorpus").exists()
     assert not (out / "suite.json").exists()     # no table of a suite that did not finish
-    monkeypatch.setattr("irforge.bench.runner.eval_cmd.evaluate", real_evaluate)
+    monkeypatch.setattr("irforge.app.bench.evaluate", real_evaluate)
     capsys.readouterr()
     assert main(bench(workspace, out)) == 0
     assert [d["status"] for d in suite_json(out)["datasets"]] == ["reused", "evaluated"]

@@ -116,7 +116,7 @@ def test_in_process_and_server_give_identical_results(scifact_results, beir_dir,
 @pytest.mark.parametrize(("args", "message"), [
     (["--dataset", "/nonexistent/beir/x"], "dataset folder not found"),
     (["--split", "dev"], "split 'dev' not found; available: test"),
-    (["--top-k", "0"], "--top-k must be positive"),
+    (["--top-k", "0"], "--top-k must be at least 1, got 0"),
     (["-m", "nDCG@ten"], "unknown measure 'nDCG@ten'"),
     (["--b", "1.5"], "--b must be a finite number within 0..1, got 1.5"),
 ])

@@ -70,7 +70,7 @@ def run_bench_command(args: argparse.Namespace) -> int:
     try:
         suite = suite_from_args(args)
         measures = bench_measures(args, suite)
-        config = config_from_args(args, PipelineConfig)
+        config = config_from_args(args, PipelineConfig, exclude=("dataset", "split"))   # the suite gives them
         if Path(args.out).exists() and not Path(args.out).is_dir():
             raise OutputFolderError(f"--out {args.out}: exists and is not a folder")
         # A store inside OUT would sit among (or under) the datasets' folders, which runs replace.

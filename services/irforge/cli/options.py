@@ -80,13 +80,13 @@ def add_config_file_option(parser: argparse.ArgumentParser) -> None:
                              "flags given beside it override its values")
 
 
-def given_options(args: argparse.Namespace, config_cls) -> dict:
-    """The flat options the user typed (derived options only)."""
-    names = {leaf.info.name for leaf in leaves(config_cls)}
+def given_options(args: argparse.Namespace, config_cls, exclude: tuple[str, ...] = ()) -> dict:
+    """The flat options the user typed (derived options only; `exclude`: names a command defines its own way)."""
+    names = {leaf.info.name for leaf in leaves(config_cls)} - set(exclude)
     return {name: value for name, value in vars(args).items() if name in names}
 
 
-def config_from_args(args: argparse.Namespace, config_cls, base=None):
+def config_from_args(args: argparse.Namespace, config_cls, base=None, exclude: tuple[str, ...] = ()):
     """The configuration the command line asks for: `--config FILE` (if any) or `base` (default:
     the defaults), with the typed flags applied. Not validated here: the use case validates."""
     config_file = getattr(args, "config_file", None)
@@ -94,7 +94,7 @@ def config_from_args(args: argparse.Namespace, config_cls, base=None):
         config = load(config_cls, config_file)
     else:
         config = base if base is not None else config_cls()
-    options = given_options(args, config_cls)
+    options = given_options(args, config_cls, exclude)
     if options.get("dataset") is not None:
         options["dataset"] = str(options["dataset"])
     return with_options(config, options, source="command line")

@@ -23,6 +23,10 @@ class ConfigError(ValueError):
     """A configuration value or combination that cannot run; the message names the option."""
 
 
+class UnknownOption(ConfigError, TypeError):
+    """An option name no configuration field has (a TypeError too, as for any unknown keyword)."""
+
+
 @dataclass(frozen=True)
 class OptionInfo:
     flag: str                                   # the command line's long option, e.g. "--k1"

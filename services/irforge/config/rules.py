@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from irforge.config.options import ConfigError, leaves
+from irforge.config.options import ConfigError, leaves, nearest
 from irforge.config.pipeline import PipelineConfig
 from irforge.config.values import changed
 
@@ -116,7 +116,8 @@ def _check_values(config: PipelineConfig) -> None:
         for part in leaf.path:
             value = getattr(value, part)
         if leaf.info.choices is not None and value not in leaf.info.choices:
-            raise ConfigError(f"{leaf.info.flag} must be one of {', '.join(map(str, leaf.info.choices))}; got {value!r}")
+            choices = ", ".join(map(repr, leaf.info.choices))
+            raise ConfigError(f"{leaf.info.flag}: invalid choice: {value!r} (choose from {choices}){nearest(str(value), leaf.info.choices)}")
         problem = leaf.info.check(value) if leaf.info.check is not None else None
         if problem:
             raise ConfigError(f"{leaf.info.flag} {problem}")

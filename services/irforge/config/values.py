@@ -12,7 +12,7 @@ from typing import TypeVar
 
 import yaml
 
-from irforge.config.options import ConfigError, coerce, is_section, leaves, leaves_by_name, nearest, plain
+from irforge.config.options import ConfigError, UnknownOption, coerce, is_section, leaves, leaves_by_name, nearest, plain
 from irforge.config.options import _hints
 
 T = TypeVar("T")
@@ -41,7 +41,7 @@ def _section(cls, mapping: dict, base, source: str, path: tuple[str, ...]):
     for key, value in mapping.items():
         where = ".".join((*path, str(key)))
         if key not in fields:
-            raise ConfigError(f"{source}: unknown field {where!r}{nearest(str(key), fields)}")
+            raise UnknownOption(f"{source}: unknown field {where!r}{nearest(str(key), fields)}")
         kind = hints[key]
         if is_section(kind):
             if value is None:
@@ -63,7 +63,7 @@ def with_options(config: T, options: dict, source: str = "options") -> T:
     for name, value in options.items():
         leaf = by_name.get(name)
         if leaf is None:
-            raise ConfigError(f"{source}: no option {name!r}{nearest(name, by_name)}")
+            raise UnknownOption(f"{source} has no option {name!r}{nearest(name, by_name)}")
         if isinstance(value, str) and leaf.info.parse is not None:
             try:
                 value = leaf.info.parse(value)
