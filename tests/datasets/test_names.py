@@ -3,13 +3,12 @@
 
 from __future__ import annotations
 
-from irforge.cli import jobs_cmd
-
 import json
 import shutil
 
 import pytest
 
+from irforge.cli import jobs_cmd
 from irforge.cli.main import main
 from irforge.datasets import DatasetError, resolve_dataset
 from irforge.datasets.catalog import BEIR_MD5, Catalog, load_catalog

@@ -4,15 +4,13 @@ endpoint; results come back as one set of results.json and one run per dimension
 
 from __future__ import annotations
 
-from irforge.cli import jobs_cmd
-
 import importlib.util
 import json
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from irforge.cli import jobs_cmd
 from irforge.cli.main import build_parser, main
 from irforge.common.grpc_server import start_server, wait_until_serving
 from irforge.orchestrator import server as orchestrator_server
