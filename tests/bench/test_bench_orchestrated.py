@@ -40,7 +40,7 @@ def orchestrators(tmp_path, services_address):
 
 def suite_spec(workspace, output) -> JobSpec:
     scifact, nfcorpus = workspace["datasets"]
-    return JobSpec(dataset="", name="two-slices", output=str(output),
+    return JobSpec.of(dataset="", name="two-slices", output=str(output),
                    datasets=(SuiteMember(str(scifact), "scifact", "test"), SuiteMember(str(nfcorpus), "nfcorpus", "test")))
 
 
@@ -121,14 +121,14 @@ def test_suite_job_specs_are_checked_per_dataset(workspace, tmp_path):
     assert JobSpec.from_proto(spec.to_proto()) == spec and JobSpec.from_dict(spec.as_dict()) == spec
     twice = SuiteMember(str(workspace["datasets"][1]), "scifact", "test")
     with pytest.raises(JobSpecError, match=r"'datasets\[1\].label': 'scifact' is already used by datasets\[0\]"):
-        JobSpec(dataset="", datasets=(spec.datasets[0], twice)).validate()
-    with pytest.raises(JobSpecError, match="give `dataset` .* or `datasets`"):
-        JobSpec(dataset=str(workspace["datasets"][0]), datasets=spec.datasets).validate()
+        JobSpec.of(dataset="", datasets=(spec.datasets[0], twice)).validate()
+    with pytest.raises(JobSpecError, match="give `pipeline.dataset` .* or `datasets`"):
+        JobSpec.of(dataset=str(workspace["datasets"][0]), datasets=spec.datasets).validate()
     dev = SuiteMember(str(workspace["datasets"][1]), "nfcorpus", "dev")
     with pytest.raises(JobSpecError, match=r"'datasets\[1\]' \(nfcorpus\): .*dev.tsv does not exist"):
-        JobSpec(dataset="", datasets=(spec.datasets[0], dev)).validate().check_paths()
+        JobSpec.of(dataset="", datasets=(spec.datasets[0], dev)).validate().check_paths()
     # The YAML form: the JobSpec mapping with a `datasets:` list; relative folders are the file's.
     (tmp_path / "job.yaml").write_text(f"datasets:\n  - dataset: {workspace['datasets'][0]}\n    label: scifact\n"
-                                       f"  - {{dataset: {workspace['datasets'][1]}}}\nmeasures: [nDCG@10]\n")
+                                       f"  - {{dataset: {workspace['datasets'][1]}}}\npipeline: {{evaluation: {{measures: [nDCG@10]}}}}\n")
     loaded = JobSpec.from_yaml(tmp_path / "job.yaml")
     assert [(m.label, m.split) for m in loaded.datasets] == [("scifact", "test"), ("nfcorpus", "test")]

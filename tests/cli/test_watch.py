@@ -36,7 +36,7 @@ def finished_job(scifact_tiny, tmp_path):
     running = start_server([orchestrator_server.binding(orchestrator)], port=0)
     try:
         with OrchestratorClient(f"127.0.0.1:{running.port}") as client:
-            job_id = client.submit(JobSpec(dataset=str(scifact_tiny)))
+            job_id = client.submit(JobSpec.of(dataset=str(scifact_tiny)))
             events = list(client.follow(job_id))
         yield f"127.0.0.1:{running.port}", job_id, events
     finally:

@@ -8,6 +8,7 @@ import shutil
 
 import pytest
 
+from irforge.cli import jobs_cmd
 from irforge.cli.main import main
 from irforge.datasets import DatasetError, resolve_dataset
 from irforge.datasets.catalog import BEIR_MD5, Catalog, load_catalog
@@ -142,7 +143,7 @@ def test_submit_sends_the_copy_a_name_resolves_to_and_other_paths_unchanged(tmp_
     copy = lay_out_copy(datasets, "beir/scifact", scifact_slice, PUBLISHED["scifact"])
 
     def submitted(dataset: str) -> str:
-        return JobSpec.from_eval_args(build_parser().parse_args(["submit", "--dataset", dataset])).dataset
+        return jobs_cmd.submit_spec(build_parser().parse_args(["submit", "--dataset", dataset])).dataset
 
     assert submitted("beir/scifact") == str(copy.resolve())
     assert submitted("/on/the/orchestrator/scifact") == "/on/the/orchestrator/scifact"

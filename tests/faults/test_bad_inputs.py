@@ -144,7 +144,7 @@ def test_irforge_eval_over_grpc_services_refuses(case, services, tmp_path, capsy
 def test_an_orchestrator_job_fails_with_the_readers_message(case, orchestrator, tmp_path):
     core, client = orchestrator
     dataset = write_beir(tmp_path / "ds", case)
-    job_id = client.submit(JobSpec(dataset=str(dataset), measures=("nDCG@10",)))
+    job_id = client.submit(JobSpec.of(dataset=str(dataset), measures=("nDCG@10",)))
     assert list(client.watch(job_id))[-1].state == "FAILED"
     record = client.get(job_id)
     assert record.state == JobState.FAILED
@@ -284,9 +284,9 @@ def test_an_instruction_job_is_refused_or_fails_with_the_readers_message(case, o
     core, client = orchestrator
     dataset = write_instructions(tmp_path / "ds", case)
     try:
-        job_id = client.submit(JobSpec(dataset=str(dataset), instructions=True, measures=("nDCG@10",)))
+        job_id = client.submit(JobSpec.of(dataset=str(dataset), instructions=True, measures=("nDCG@10",)))
     except JobSpecError as error:
-        assert f"job spec field 'dataset': {expected(dataset, case)}" in str(error)
+        assert f"job spec field 'pipeline.dataset': {expected(dataset, case)}" in str(error)
         return
     assert list(client.watch(job_id))[-1].state == "FAILED"
     record = client.get(job_id)

@@ -97,9 +97,9 @@ def test_judge_holes_out_naming_a_file_is_refused_before_judging(beir_dir, trec_
 
 
 @pytest.mark.parametrize(("flags", "message"), [
-    (["--k1", "inf"], "job spec field 'bm25.k1': must be a finite number within 0..10, got inf"),
-    (["--rrf-k", "nan"], "job spec field 'fusion.rrf_k': must be a finite number within 0..1000000, got nan"),
-    (["--hnsw-ef", "0"], "job spec field 'dense.hnsw_ef': must be at least 1, got 0"),
+    (["--k1", "inf"], "job spec field 'pipeline.bm25.k1': --k1 must be a finite number within 0..10, got inf"),
+    (["--rrf-k", "nan"], "job spec field 'pipeline.fusion.rrf_k': --rrf-k must be a finite number within 0..1000000, got nan"),
+    (["--hnsw-ef", "0"], "job spec field 'pipeline.vectors.hnsw_ef': --hnsw-ef must be at least 1, got 0"),
 ])
 def test_submit_refuses_the_same_numbers_before_reaching_a_server(beir_dir, unused_port, flags, message):
     done = irforge("submit", "--server", f"127.0.0.1:{unused_port}", "--dataset", str(beir_dir / "scifact"), *flags)

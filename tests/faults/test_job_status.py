@@ -69,7 +69,7 @@ def test_a_job_whose_judge_failed_on_some_holes_warns_and_watch_exits_1_like_eva
     running = start_server([orchestrator_server.binding(orchestrator)], port=0)
     address = f"127.0.0.1:{running.port}"
     try:
-        spec = JobSpec(dataset=str(scifact_tiny), holes_depth=5, judge=str(half_failing_judge))
+        spec = JobSpec.of(dataset=str(scifact_tiny), fill_holes=5, judge=str(half_failing_judge))
         with OrchestratorClient(address) as client:
             job_id = client.submit(spec)
         capsys.readouterr()
@@ -118,7 +118,7 @@ def test_watch_reconnects_when_the_orchestrator_restarts_and_misses_no_event(ser
     watcher = None
     try:
         with OrchestratorClient(address) as client:
-            job_id = client.submit(JobSpec(dataset=str(beir_dir / "scifact")))
+            job_id = client.submit(JobSpec.of(dataset=str(beir_dir / "scifact")))
             watcher = subprocess.Popen([sys.executable, "-m", "irforge.cli.main", "watch", job_id, "--server", address,
                                         "--reconnect-timeout", "60"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             for event in client.watch(job_id):

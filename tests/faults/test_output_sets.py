@@ -228,7 +228,7 @@ def test_a_job_whose_output_names_a_file_is_refused_at_submission(beir_dir, tmp_
     from irforge.orchestrator.spec import JobSpec
 
     (tmp_path / "taken").write_text("mine\n")
-    spec = JobSpec(dataset=str(beir_dir / "scifact"), output=str(tmp_path / "taken"))
+    spec = JobSpec.of(dataset=str(beir_dir / "scifact"), output=str(tmp_path / "taken"))
     with pytest.raises(JobSpecError, match=f"job spec field 'output': {tmp_path / 'taken'}: exists and is not a folder"):
         spec.check_paths()
 

@@ -78,7 +78,7 @@ def test_a_dataset_file_linked_outside_the_roots_is_refused(make_orchestrator, r
     (root / "data" / "queries.jsonl").symlink_to(secret)
     orchestrator = make_orchestrator(allowed_roots=(root,))
     with pytest.raises(JobSpecError) as raised:
-        orchestrator.submit(JobSpec(dataset=str(root / "data")))
+        orchestrator.submit(JobSpec.of(dataset=str(root / "data")))
     message = str(raised.value)
     # Names the file, where it points, and the roots.
     assert str(root / "data" / "queries.jsonl") in message and str(secret) in message and str(root) in message
@@ -91,14 +91,14 @@ def test_a_qrels_file_linked_outside_is_refused_too(make_orchestrator, roots):
     qrels.rename(outside / "test.tsv")
     qrels.symlink_to(outside / "test.tsv")
     with pytest.raises(JobSpecError, match="outside the allowed roots"):
-        make_orchestrator(allowed_roots=(root,)).submit(JobSpec(dataset=str(root / "data")))
+        make_orchestrator(allowed_roots=(root,)).submit(JobSpec.of(dataset=str(root / "data")))
 
 
 def test_a_link_made_after_submission_fails_the_job_when_the_file_is_opened(make_orchestrator, roots, tmp_path):
     root, outside = roots
     first = make_orchestrator(allowed_roots=(root,))
     first.request_stop()  # the job is accepted and stays QUEUED: nothing is opened yet
-    job_id = first.submit(JobSpec(dataset=str(root / "data")))
+    job_id = first.submit(JobSpec.of(dataset=str(root / "data")))
     first.shutdown(wait=True)
     corpus = root / "data" / "corpus.jsonl"
     corpus.rename(outside / "corpus.jsonl")
@@ -115,7 +115,7 @@ def test_a_link_that_stays_inside_the_roots_is_fine(make_orchestrator, roots):
     (root / "data" / "corpus.jsonl").rename(root / "shared" / "corpus.jsonl")
     (root / "data" / "corpus.jsonl").symlink_to(root / "shared" / "corpus.jsonl")
     orchestrator = make_orchestrator(allowed_roots=(root,))
-    record, _ = wait_for(orchestrator, orchestrator.submit(JobSpec(dataset=str(root / "data"))))
+    record, _ = wait_for(orchestrator, orchestrator.submit(JobSpec.of(dataset=str(root / "data"))))
     assert record.state == JobState.SUCCEEDED, record.error
 
 
@@ -124,7 +124,7 @@ def test_an_endpoint_spec_linked_outside_is_refused(make_orchestrator, roots):
     (outside / "endpoint.yaml").write_text("kind: search-http\nurl: http://127.0.0.1:9/search\n")
     (root / "endpoint.yaml").symlink_to(outside / "endpoint.yaml")
     with pytest.raises(JobSpecError) as raised:
-        make_orchestrator(allowed_roots=(root,)).submit(JobSpec(dataset=str(root / "data"), endpoint=str(root / "endpoint.yaml")))
+        make_orchestrator(allowed_roots=(root,)).submit(JobSpec.of(dataset=str(root / "data"), endpoint=str(root / "endpoint.yaml")))
     assert str(outside / "endpoint.yaml") in str(raised.value)
 
 
@@ -135,7 +135,7 @@ def test_a_judge_template_outside_the_roots_is_refused(make_orchestrator, roots)
                                                      "template": str(outside / "prompt.txt")}))
     with pytest.raises(JobSpecError) as raised:
         make_orchestrator(allowed_roots=(root,)).submit(
-            JobSpec(dataset=str(root / "data"), holes_depth=5, judge=str(root / "judge.yaml")))
+            JobSpec.of(dataset=str(root / "data"), fill_holes=5, judge=str(root / "judge.yaml")))
     assert str(outside / "prompt.txt") in str(raised.value)
 
 
@@ -145,7 +145,7 @@ def test_a_tls_file_an_endpoint_spec_names_outside_the_roots_is_refused(make_orc
     (root / "endpoint.yaml").write_text(yaml.safe_dump({"kind": "search-http", "url": "https://127.0.0.1:9/search",
                                                         "ca_bundle": "../outside/ca.pem"}))
     with pytest.raises(JobSpecError) as raised:
-        make_orchestrator(allowed_roots=(root,)).submit(JobSpec(dataset=str(root / "data"), endpoint=str(root / "endpoint.yaml")))
+        make_orchestrator(allowed_roots=(root,)).submit(JobSpec.of(dataset=str(root / "data"), endpoint=str(root / "endpoint.yaml")))
     assert "ca_bundle" in str(raised.value) and str(outside / "ca.pem") in str(raised.value)
 
 
@@ -194,7 +194,7 @@ def test_credentials_in_an_endpoint_url_never_reach_results_record_or_logs(make_
     root, _ = roots
     (root / "endpoint.yaml").write_text(yaml.safe_dump({"kind": "search-http", "url": _credentialed(http_search.url)}))
     orchestrator = make_orchestrator(allowed_roots=(root,))
-    job_id = orchestrator.submit(JobSpec(dataset=str(root / "data"), endpoint=str(root / "endpoint.yaml"),
+    job_id = orchestrator.submit(JobSpec.of(dataset=str(root / "data"), endpoint=str(root / "endpoint.yaml"),
                                          output=str(root / "out")))
     record, events = wait_for(orchestrator, job_id)
     assert record.state == JobState.SUCCEEDED, record.error
@@ -214,7 +214,7 @@ def test_credentials_never_reach_the_error_of_a_failing_endpoint(make_orchestrat
     (root / "endpoint.yaml").write_text(yaml.safe_dump({"kind": "search-http", "url": _credentialed(http_search.url),
                                                         "max_retries": 0}))
     orchestrator = make_orchestrator(allowed_roots=(root,))
-    record, events = wait_for(orchestrator, orchestrator.submit(JobSpec(dataset=str(root / "data"),
+    record, events = wait_for(orchestrator, orchestrator.submit(JobSpec.of(dataset=str(root / "data"),
                                                                         endpoint=str(root / "endpoint.yaml"))))
     assert record.state == JobState.FAILED
     assert "127.0.0.1" in record.error

@@ -182,7 +182,7 @@ def test_the_orchestrator_and_the_cli_over_tls(pki, client_env, scifact_tiny, tm
                                 cache_path=tmp_path / "cache.sqlite3", progress_interval_s=0.0).start()
     front = start_server([orchestrator_server.binding(orchestrator)], port=0, tls=tls)
     try:
-        job_id = orchestrator.submit(JobSpec(dataset=str(scifact_tiny)))
+        job_id = orchestrator.submit(JobSpec.of(dataset=str(scifact_tiny)))
         deadline = time.monotonic() + 120
         list(orchestrator.watch(job_id, is_active=lambda: time.monotonic() < deadline))
         record = orchestrator.get(job_id)

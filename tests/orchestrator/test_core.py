@@ -38,7 +38,7 @@ def test_a_job_gives_what_irforge_eval_gives(make_orchestrator, scifact_subset, 
     caplog.set_level(logging.INFO, logger="irforge.grpc")
     caplog.handler.addFilter(ContextFilter("orchestrator"))  # what the service's log handler stamps
     orchestrator = make_orchestrator()
-    job_id = orchestrator.submit(JobSpec(dataset=str(scifact_subset)))
+    job_id = orchestrator.submit(JobSpec.of(dataset=str(scifact_subset)))
     record, events = wait_for(orchestrator, job_id)
     assert record.state == JobState.SUCCEEDED, record.error
     # Logs carry the job id (bound for the job's thread); the jobs gauge counts it.
@@ -92,7 +92,7 @@ def test_restart_resumes_from_the_last_completed_step(make_orchestrator, scifact
             stopped.set()
 
     first.subscribe(stop_after_ingest)
-    job_id = first.submit(JobSpec(dataset=str(scifact_subset)))
+    job_id = first.submit(JobSpec.of(dataset=str(scifact_subset)))
     assert stopped.wait(60)
     first.shutdown(wait=True)
 
@@ -121,7 +121,7 @@ def test_cancel_stops_a_running_job_inside_retrieval(make_orchestrator, scifact_
     job_ids = []
     orchestrator.subscribe(lambda e: orchestrator.cancel(e.job_id)
                            if (e.step, e.state) == ("retrieve", "progress") and e.done == 1 else None)
-    job_ids.append(orchestrator.submit(JobSpec(dataset=str(scifact_subset))))
+    job_ids.append(orchestrator.submit(JobSpec.of(dataset=str(scifact_subset))))
     record, events = wait_for(orchestrator, job_ids[0])
     assert record.state == JobState.CANCELLED
     steps = steps_of(record)
@@ -137,8 +137,8 @@ def test_a_queued_job_is_cancelled_before_it_starts(make_orchestrator, scifact_s
     release = threading.Event()
     # Hold the single worker inside the first job until the second one is cancelled.
     orchestrator.subscribe(lambda e: release.wait(30) if (e.step, e.state) == ("ingest_lexical", "running") else None)
-    first = orchestrator.submit(JobSpec(dataset=str(scifact_subset)))
-    second = orchestrator.submit(JobSpec(dataset=str(scifact_subset), top_k=10))
+    first = orchestrator.submit(JobSpec.of(dataset=str(scifact_subset)))
+    second = orchestrator.submit(JobSpec.of(dataset=str(scifact_subset), top_k=10))
     assert orchestrator.cancel(second).state == JobState.CANCELLED
     release.set()
     assert wait_for(orchestrator, first)[0].state == JobState.SUCCEEDED
@@ -152,7 +152,7 @@ def test_a_service_error_fails_the_job_with_its_message(make_orchestrator, scifa
     # Someone else's corpus under the same id: the corpus service refuses to build over it.
     RemoteCorpus(services_address).create_corpus(corpus_id, "0" * 64, Bm25Settings())
     orchestrator = make_orchestrator()
-    record, _ = wait_for(orchestrator, orchestrator.submit(JobSpec(dataset=str(scifact_subset))))
+    record, _ = wait_for(orchestrator, orchestrator.submit(JobSpec.of(dataset=str(scifact_subset))))
     assert record.state == JobState.FAILED
     assert record.error.startswith("step ingest_lexical: CorpusConflict:") and "exists with fingerprint 000000000000" in record.error
     assert steps_of(record)["ingest_lexical"].executions == 1  # not a transient error: no retry
@@ -161,7 +161,7 @@ def test_a_service_error_fails_the_job_with_its_message(make_orchestrator, scifa
 def test_an_unreachable_service_is_retried_then_fails_the_job(make_orchestrator, scifact_subset, unused_port):
     orchestrator = make_orchestrator(corpus=f"127.0.0.1:{unused_port}", max_attempts=3)
     started = time.monotonic()
-    record, events = wait_for(orchestrator, orchestrator.submit(JobSpec(dataset=str(scifact_subset))), timeout=60)
+    record, events = wait_for(orchestrator, orchestrator.submit(JobSpec.of(dataset=str(scifact_subset))), timeout=60)
     assert record.state == JobState.FAILED
     assert f"127.0.0.1:{unused_port}" in record.error and "gave up after 3 attempts" in record.error
     assert steps_of(record)["ingest_lexical"].executions == 3
@@ -176,7 +176,7 @@ def test_a_silent_service_hits_the_deadline_instead_of_hanging(make_orchestrator
         address = f"127.0.0.1:{silent.getsockname()[1]}"
         orchestrator = make_orchestrator(corpus=address, call_timeout_s=1.0, max_attempts=2)
         started = time.monotonic()
-        record, _ = wait_for(orchestrator, orchestrator.submit(JobSpec(dataset=str(scifact_subset))), timeout=60)
+        record, _ = wait_for(orchestrator, orchestrator.submit(JobSpec.of(dataset=str(scifact_subset))), timeout=60)
     assert record.state == JobState.FAILED and address in record.error
     assert "DEADLINE_EXCEEDED" in record.error and steps_of(record)["ingest_lexical"].executions == 2
     assert time.monotonic() - started < 20
@@ -188,13 +188,13 @@ def test_two_jobs_on_one_corpus_share_one_index(make_orchestrator, scifact_subse
 
     def start_second_while_first_builds(event):
         if event.job_id == jobs.get("first") and (event.step, event.state) == ("ingest_lexical", "progress") and "second" not in jobs:
-            jobs["second"] = orchestrator.submit(JobSpec(dataset=str(scifact_subset), top_k=100))
+            jobs["second"] = orchestrator.submit(JobSpec.of(dataset=str(scifact_subset), top_k=100))
             deadline = time.monotonic() + 30  # keep building until the second job waits on the lock
             while time.monotonic() < deadline and not any(e.state == "waiting" for e in orchestrator.store.events(jobs["second"])):
                 time.sleep(0.02)
 
     orchestrator.subscribe(start_second_while_first_builds)
-    jobs["first"] = orchestrator.submit(JobSpec(dataset=str(scifact_subset)))
+    jobs["first"] = orchestrator.submit(JobSpec.of(dataset=str(scifact_subset)))
     first, _ = wait_for(orchestrator, jobs["first"])
     second, second_events = wait_for(orchestrator, jobs["second"])
     assert first.state == second.state == JobState.SUCCEEDED
@@ -210,13 +210,13 @@ def test_results_before_success_and_unknown_jobs_are_clear_errors(make_orchestra
     orchestrator = make_orchestrator()
     with pytest.raises(JobNotFound, match="nope"):
         orchestrator.get("nope")
-    with pytest.raises(JobSpecError, match="'split'.*qrels/dev.tsv"):
-        orchestrator.submit(JobSpec(dataset=str(scifact_subset), split="dev"))
+    with pytest.raises(JobSpecError, match="'pipeline.split'.*qrels/dev.tsv"):
+        orchestrator.submit(JobSpec.of(dataset=str(scifact_subset), split="dev"))
     with pytest.raises(JobSpecError, match="encoder service"):
-        orchestrator.submit(JobSpec(dataset=str(scifact_subset), retriever="dense"))
+        orchestrator.submit(JobSpec.of(dataset=str(scifact_subset), retriever="dense"))
     release = threading.Event()
     orchestrator.subscribe(lambda e: release.wait(30) if e.state == "RUNNING" else None)
-    job_id = orchestrator.submit(JobSpec(dataset=str(scifact_subset)))
+    job_id = orchestrator.submit(JobSpec.of(dataset=str(scifact_subset)))
     with pytest.raises(ResultsNotReady, match=job_id):
         orchestrator.results_dir(job_id)
     release.set()
@@ -239,7 +239,7 @@ def cross_encoder_dir(tmp_path_factory):
 
 def test_a_reranking_job_gives_what_irforge_eval_gives(make_orchestrator, scifact_tiny, cross_encoder_dir, tmp_path):
     orchestrator = make_orchestrator()
-    spec = JobSpec(dataset=str(scifact_tiny), reranker_model=str(cross_encoder_dir), rerank_depth=5, top_k=10)
+    spec = JobSpec.of(dataset=str(scifact_tiny), reranker=str(cross_encoder_dir), rerank_depth=5, top_k=10)
     record, _ = wait_for(orchestrator, orchestrator.submit(spec))
     assert record.state == JobState.SUCCEEDED, record.error
     assert [s.name for s in record.steps] == ["ingest_lexical", "retrieve", "rerank", "evaluate"]
@@ -274,7 +274,7 @@ def test_a_job_on_a_team_search_endpoint_gives_what_irforge_eval_gives(make_orch
         endpoint = tmp_path / "team.yaml"
         endpoint.write_text(f"kind: search-http\nurl: {server.url}\ntimeout_s: 30\n")
         orchestrator = make_orchestrator()
-        record, _ = wait_for(orchestrator, orchestrator.submit(JobSpec(dataset=str(scifact_tiny), endpoint=str(endpoint))))
+        record, _ = wait_for(orchestrator, orchestrator.submit(JobSpec.of(dataset=str(scifact_tiny), endpoint=str(endpoint))))
         assert record.state == JobState.SUCCEEDED, record.error
         assert [s.name for s in record.steps] == ["retrieve", "evaluate"]  # the endpoint retrieves: nothing to index
         out = tmp_path / "eval"
@@ -299,9 +299,9 @@ def test_allowed_roots_refuse_paths_outside_them(make_orchestrator, scifact_tiny
     inside.symlink_to(scifact_tiny)                     # a link inside the root that points out of it
     orchestrator = make_orchestrator(allowed_roots=(root, tmp_path / "runs"))
     for spec, field in [
-        (JobSpec(dataset=str(scifact_tiny), retriever="bm25"), "dataset"),
-        (JobSpec(dataset=str(inside), retriever="bm25"), "dataset"),
-        (JobSpec(dataset=str(root / ".." / "elsewhere"), retriever="bm25"), "dataset"),
+        (JobSpec.of(dataset=str(scifact_tiny), retriever="bm25"), "pipeline.dataset"),
+        (JobSpec.of(dataset=str(inside), retriever="bm25"), "pipeline.dataset"),
+        (JobSpec.of(dataset=str(root / ".." / "elsewhere"), retriever="bm25"), "pipeline.dataset"),
     ]:
         with pytest.raises(JobSpecError, match=f"'{field}'.*outside the orchestrator's allowed roots"):
             orchestrator.submit(spec)
@@ -312,7 +312,7 @@ def test_allowed_roots_refuse_paths_outside_them(make_orchestrator, scifact_tiny
     (copied / "qrels").mkdir()
     (copied / "qrels" / "test.tsv").write_bytes((scifact_tiny / "qrels" / "test.tsv").read_bytes())
     with pytest.raises(JobSpecError, match="'output'.*outside"):
-        orchestrator.submit(JobSpec(dataset=str(copied), retriever="bm25", output=str(tmp_path / "other")))
-    job_id = orchestrator.submit(JobSpec(dataset=str(copied), retriever="bm25", output=str(tmp_path / "runs" / "a")))
+        orchestrator.submit(JobSpec.of(dataset=str(copied), retriever="bm25", output=str(tmp_path / "other")))
+    job_id = orchestrator.submit(JobSpec.of(dataset=str(copied), retriever="bm25", output=str(tmp_path / "runs" / "a")))
     record, _ = wait_for(orchestrator, job_id)
     assert record.state == JobState.SUCCEEDED

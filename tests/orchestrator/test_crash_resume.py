@@ -34,7 +34,7 @@ def test_a_killed_orchestrator_resumes_the_job_from_its_last_completed_step(serv
     first, address = start_orchestrator(state, services_address)
     try:
         with OrchestratorClient(address) as client:
-            job_id = client.submit(JobSpec(dataset=str(beir_dir / "scifact")))
+            job_id = client.submit(JobSpec.of(dataset=str(beir_dir / "scifact")))
             for event in client.watch(job_id):
                 if (event.step, event.state) == ("ingest_lexical", "done"):
                     first.send_signal(signal.SIGKILL)  # mid-job: the retrieve step has just started

@@ -58,7 +58,7 @@ def results_of(orchestrator, job_id) -> dict:
 
 def test_dense_job_matches_irforge_eval_and_shares_the_cache(platform, scifact_tiny, tmp_path):
     orchestrator, root = platform
-    record, _ = wait_for(orchestrator, orchestrator.submit(JobSpec(dataset=str(scifact_tiny), retriever="dense")))
+    record, _ = wait_for(orchestrator, orchestrator.submit(JobSpec.of(dataset=str(scifact_tiny), retriever="dense")))
     assert record.state == JobState.SUCCEEDED, record.error
     assert [s.name for s in record.steps] == ["encode_vectors", "retrieve", "evaluate"]
     got = results_of(orchestrator, record.job_id)
@@ -75,13 +75,13 @@ def test_dense_job_matches_irforge_eval_and_shares_the_cache(platform, scifact_t
     assert (orchestrator.results_dir(record.job_id) / "run.trec").read_bytes() == (out / "run.trec").read_bytes()
 
     # A second job on the same corpus and model reuses the collection the first one built.
-    again, _ = wait_for(orchestrator, orchestrator.submit(JobSpec(dataset=str(scifact_tiny), retriever="dense", top_k=10)))
+    again, _ = wait_for(orchestrator, orchestrator.submit(JobSpec.of(dataset=str(scifact_tiny), retriever="dense", top_k=10)))
     assert results_of(orchestrator, again.job_id)["counts"]["vectors_skipped"] is True
 
 
 def test_hybrid_job_with_hole_filling_through_the_judge_service(platform, scifact_tiny):
     orchestrator, _ = platform
-    spec = JobSpec(dataset=str(scifact_tiny), retriever="hybrid", holes_depth=3, top_k=20)
+    spec = JobSpec.of(dataset=str(scifact_tiny), retriever="hybrid", fill_holes=3, top_k=20)
     record, events = wait_for(orchestrator, orchestrator.submit(spec))
     assert record.state == JobState.SUCCEEDED, record.error
     assert [s.name for s in record.steps] == ["ingest_lexical", "encode_vectors", "retrieve", "evaluate", "judge_holes"]
@@ -113,7 +113,7 @@ def test_shard_workers_load_the_model_the_encoder_service_serves(platform):
 
 def test_a_sharded_job_on_a_cached_corpus_runs_no_shard(platform, scifact_tiny):
     orchestrator, _ = platform
-    record, _ = wait_for(orchestrator, orchestrator.submit(JobSpec(dataset=str(scifact_tiny), retriever="dense", shards=2)))
+    record, _ = wait_for(orchestrator, orchestrator.submit(JobSpec.of(dataset=str(scifact_tiny), retriever="dense", shards=2)))
     assert record.state == JobState.SUCCEEDED, record.error
     sharding = {s.name: s for s in orchestrator.store.steps(record.job_id)}["encode_vectors"].output["sharding"]
     assert sharding["all_cached"] is True and sharding["shards_run"] == [] and sharding["shard_count"] == 2
@@ -135,7 +135,7 @@ def test_sharded_encoding_fills_the_cache_before_indexing(platform, scifact_tiny
     sharded.services = ServiceAddresses(**{**vars(orchestrator.services), "shard_options": {"max_parallel": 2}})
     sharded.start()
     try:
-        record, _ = wait_for(sharded, sharded.submit(JobSpec(dataset=str(dataset), retriever="dense", shards=2)), timeout=240)
+        record, _ = wait_for(sharded, sharded.submit(JobSpec.of(dataset=str(dataset), retriever="dense", shards=2)), timeout=240)
     finally:
         sharded.shutdown()
     assert record.state == JobState.SUCCEEDED, record.error
@@ -155,7 +155,7 @@ def test_instruction_job_matches_the_command(platform, beir_dir, tmp_path, retri
     orchestrator, root = platform
     collection = tmp_path / "scifact-if"
     build(beir_dir / "scifact", collection, max_queries=5, distractors=30)
-    job_id = orchestrator.submit(JobSpec(dataset=str(collection), retriever=retriever, model=MODEL, instructions=True,
+    job_id = orchestrator.submit(JobSpec.of(dataset=str(collection), retriever=retriever, model=MODEL, instructions=True,
                                          measures=("nDCG@10",)).validate())
     record, _ = wait_for(orchestrator, job_id, timeout=300)
     assert record.state == JobState.SUCCEEDED, record.error

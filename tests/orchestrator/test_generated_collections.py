@@ -53,7 +53,7 @@ def generated(scifact_subset, tmp_path_factory) -> dict[str, Path]:
 def test_a_generated_beir_collection_evaluates_the_same_through_the_orchestrator(recipe, generated, make_orchestrator, tmp_path):
     collection = generated[recipe]
     orchestrator = make_orchestrator()
-    job_id = orchestrator.submit(JobSpec(dataset=str(collection), measures=("nDCG@10", "R@100")).validate())
+    job_id = orchestrator.submit(JobSpec.of(dataset=str(collection), measures=("nDCG@10", "R@100")).validate())
     record, _ = wait_for(orchestrator, job_id)
     assert record.state == JobState.SUCCEEDED, record.error
     job = json.loads((orchestrator.results_dir(job_id) / "results.json").read_text())
@@ -72,7 +72,7 @@ def test_a_generated_beir_collection_evaluates_the_same_through_the_orchestrator
 def test_a_generated_instruction_collection_evaluates_the_same_through_the_orchestrator(generated, make_orchestrator, tmp_path):
     collection = generated["infosearch"]
     orchestrator = make_orchestrator()
-    job_id = orchestrator.submit(JobSpec(dataset=str(collection), instructions=True, measures=("nDCG@10",)).validate())
+    job_id = orchestrator.submit(JobSpec.of(dataset=str(collection), instructions=True, measures=("nDCG@10",)).validate())
     record, _ = wait_for(orchestrator, job_id)
     assert record.state == JobState.SUCCEEDED, record.error
     job = json.loads((orchestrator.results_dir(job_id) / "results.json").read_text())

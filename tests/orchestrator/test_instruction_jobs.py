@@ -7,10 +7,10 @@ from __future__ import annotations
 import importlib.util
 import json
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from irforge.cli import jobs_cmd
 from irforge.cli.main import build_parser, main
 from irforge.common.grpc_server import start_server, wait_until_serving
 from irforge.orchestrator import server as orchestrator_server
@@ -41,7 +41,7 @@ def test_bm25_job_equals_the_in_process_command(tmp_path, make_orchestrator, bei
     collection = tmp_path / "scifact-if"
     build(beir_dir / "scifact", collection, max_queries=8, distractors=60)
     orchestrator = make_orchestrator()
-    job_id = orchestrator.submit(JobSpec(dataset=str(collection), instructions=True, measures=("nDCG@10",)).validate())
+    job_id = orchestrator.submit(JobSpec.of(dataset=str(collection), instructions=True, measures=("nDCG@10",)).validate())
     record, _ = wait_for(orchestrator, job_id)
     assert record.state == JobState.SUCCEEDED, record.error
     assert [step.name for step in record.steps] == ["evaluate"]
@@ -67,7 +67,7 @@ def test_endpoint_job_gives_the_hand_computed_metrics_and_results_come_back_whol
         endpoint = tmp_path / "search.yaml"
         endpoint.write_text(f"kind: search-http\nurl: {server.url}\n")
         orchestrator = make_orchestrator()
-        spec = JobSpec(dataset=str(collection), endpoint=str(endpoint), instructions=True, measures=("nDCG@10",),
+        spec = JobSpec.of(dataset=str(collection), endpoint=str(endpoint), instructions=True, measures=("nDCG@10",),
                        output=str(tmp_path / "copied")).validate()
         job_id = orchestrator.submit(spec)
         record, _ = wait_for(orchestrator, job_id)
@@ -113,20 +113,22 @@ def test_submit_flags_and_spec_files_ask_for_instruction_jobs(tmp_path):
     collection = scripted.write_collection(tmp_path / "if-tiny")
     args = build_parser().parse_args(["submit", "--instructions", "--dataset", str(collection),
                                       "--instruction-template", "Instruct: {instruction}\\nQuery: {query}"])
-    spec = JobSpec.from_eval_args(args)
-    assert spec.instructions and spec.instruction_template == "Instruct: {instruction}\nQuery: {query}"
+    spec = jobs_cmd.submit_spec(args)
+    assert spec.instructions and spec.pipeline.instructions.template == "Instruct: {instruction}\nQuery: {query}"
     assert spec.measures == ("nDCG@10",)
     assert JobSpec.from_proto(spec.to_proto()) == spec
     spec.check_paths()
-    mapping = {"dataset": str(collection), "instructions": {"enabled": True, "robustness_k": 5}}
-    assert JobSpec.from_mapping(mapping).robustness_k == 5
+    mapping = {"pipeline": {"dataset": str(collection), "instructions": {"robustness_k": 5}}, "instructions": {"enabled": True}}
+    assert JobSpec.from_mapping(mapping).pipeline.instructions.robustness_k == 5
     with pytest.raises(JobSpecError, match="instructions.template"):
-        replace(spec, instruction_template="{query} only").validate()
+        JobSpec.of(dataset=str(collection), instructions=True, instruction_template="{query} only").validate()
     with pytest.raises(JobSpecError, match="holes.depth"):
-        replace(spec, holes_depth=10).validate()
+        JobSpec.of(dataset=str(collection), instructions=True, fill_holes=10).validate()
+    with pytest.raises(JobSpecError, match="'pipeline.instructions.robustness_k': applies to instruction-following jobs"):
+        JobSpec.of(dataset=str(collection), robustness_k=5).validate()
     (tmp_path / "empty").mkdir()
-    with pytest.raises(JobSpecError, match="job spec field 'dataset': .*no instruction-following collection"):
-        replace(spec, dataset=str(tmp_path / "empty")).check_paths()
+    with pytest.raises(JobSpecError, match="job spec field 'pipeline.dataset': .*no instruction-following collection"):
+        JobSpec.of(dataset=str(tmp_path / "empty"), instructions=True).check_paths()
 
 
 def test_followir_layout_with_a_reranker_job_equals_the_command(tmp_path, make_orchestrator, beir_dir):
@@ -144,7 +146,7 @@ def test_followir_layout_with_a_reranker_job_equals_the_command(tmp_path, make_o
         reranker = tmp_path / "rerank.yaml"
         reranker.write_text(f"kind: rerank-http\nurl: {server.url}\nmodel: bm25-reranker\n")
         orchestrator = make_orchestrator()
-        job_id = orchestrator.submit(JobSpec(dataset=str(collection), instructions=True, measures=("nDCG@10",),
+        job_id = orchestrator.submit(JobSpec.of(dataset=str(collection), instructions=True, measures=("nDCG@10",),
                                              reranker_endpoint=str(reranker), rerank_depth=20).validate())
         record, _ = wait_for(orchestrator, job_id)
         assert record.state == JobState.SUCCEEDED, record.error

@@ -87,7 +87,7 @@ def test_serve_starts_every_service_as_its_own_process(platform):
 
 def test_a_job_through_the_client_sdk_matches_irforge_eval(platform, beir_dir, in_process_eval, tmp_path):
     with OrchestratorClient(platform.orchestrator) as client:
-        job_id = client.submit(dataset=str(beir_dir / "scifact"), retriever="bm25")
+        job_id = client.submit(pipeline={"dataset": str(beir_dir / "scifact"), "retriever": "bm25"})
         events = list(client.watch(job_id))
         job = client.get(job_id)
         assert job.state == "SUCCEEDED", job.error

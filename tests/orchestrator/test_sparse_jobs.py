@@ -87,7 +87,7 @@ def parsed_run(data: bytes):
 def unsharded(platform, scifact_tiny):
     """The sparse job on scifact_tiny, encoded in one piece by the models service."""
     orchestrator = platform[0]
-    record, _ = wait_for(orchestrator, orchestrator.submit(JobSpec(dataset=str(scifact_tiny), retriever="sparse")))
+    record, _ = wait_for(orchestrator, orchestrator.submit(JobSpec.of(dataset=str(scifact_tiny), retriever="sparse")))
     assert record.state == JobState.SUCCEEDED, record.error
     return record
 
@@ -114,7 +114,7 @@ def test_sparse_job_equals_irforge_eval_in_process(platform, unsharded, scifact_
     np.testing.assert_allclose(scores, expected_scores, rtol=1e-6, atol=0)
 
     # hybrid_with sparse: BM25 fused with the same sparse collection, nothing encoded again.
-    hybrid, _ = wait_for(orchestrator, orchestrator.submit(JobSpec(dataset=str(scifact_tiny), retriever="hybrid",
+    hybrid, _ = wait_for(orchestrator, orchestrator.submit(JobSpec.of(dataset=str(scifact_tiny), retriever="hybrid",
                                                                    hybrid_with="sparse")))
     assert hybrid.state == JobState.SUCCEEDED, hybrid.error
     fused = results_of(orchestrator, hybrid.job_id)
@@ -135,7 +135,7 @@ def test_sharded_sparse_encoding_equals_unsharded(platform, unsharded, scifact_t
             (dataset / name).symlink_to(scifact_tiny / name)
         lines = (scifact_tiny / "corpus.jsonl").read_text().splitlines()
         (dataset / "corpus.jsonl").write_text("\n".join(reversed(lines)) + "\n")
-        record, _ = wait_for(sharded, sharded.submit(JobSpec(dataset=str(dataset), retriever="sparse", shards=2)), timeout=240)
+        record, _ = wait_for(sharded, sharded.submit(JobSpec.of(dataset=str(dataset), retriever="sparse", shards=2)), timeout=240)
         assert record.state == JobState.SUCCEEDED, record.error
         results = results_of(sharded, record.job_id)
     finally:

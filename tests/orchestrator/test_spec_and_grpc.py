@@ -25,34 +25,44 @@ def test_flags_of_irforge_eval_make_a_spec(scifact_tiny):
     args = submit_args("--dataset", str(scifact_tiny), "--retriever", "hybrid", "--k1", "1.2", "--b", "0.75",
                        "--fusion", "linear", "--fusion-weights", "2,1", "-m", "nDCG@10", "--top-k", "50",
                        "--reranker-endpoint", str(scifact_tiny / "queries.jsonl"), "--rerank-depth", "20", "--fill-holes", "5")
-    spec = JobSpec.from_eval_args(args)
-    assert (spec.retriever, spec.k1, spec.b, spec.fusion, spec.fusion_weights) == ("hybrid", 1.2, 0.75, "linear", (2.0, 1.0))
-    assert (spec.measures, spec.top_k, spec.rerank_depth, spec.holes_depth, spec.judge) == (("nDCG@10",), 50, 20, 5, "")
+    spec = jobs_cmd.submit_spec(args)
+    config = spec.pipeline
+    assert (config.retriever, config.bm25.k1, config.bm25.b, config.fusion.method, config.fusion.weights) == (
+        "hybrid", 1.2, 0.75, "linear", (2.0, 1.0))
+    assert (spec.measures, config.top_k, config.rerank.depth, config.holes.depth, config.holes.judge) == (
+        ("nDCG@10",), 50, 20, 5, "embedded")
     assert spec.dataset == str(scifact_tiny.resolve())
     assert JobSpec.from_proto(spec.to_proto()) == spec  # the wire keeps every field
 
 
 def test_service_flags_are_refused_with_their_names(scifact_tiny):
     args = submit_args("--dataset", str(scifact_tiny), "--index-dir", "/x", "--device", "cuda")
-    with pytest.raises(JobSpecError, match="--index-dir, --device: these configure the services"):
-        JobSpec.from_eval_args(args)
+    with pytest.raises(JobSpecError, match=r"'pipeline.encoder.device' \(--device\), 'pipeline.stores.index_dir' "
+                                           r"\(--index-dir\): these configure the services"):
+        jobs_cmd.submit_spec(args)
 
 
 def test_yaml_spec_files(tmp_path, scifact_tiny):
     good = tmp_path / "job.yaml"
-    good.write_text(f"dataset: {scifact_tiny}\nretriever: dense\ndense: {{model: all-MiniLM-L6-v2, search: hnsw, hnsw_ef: 64}}\n"
-                    "bm25: {k1: 1.2}\nmeasures: [nDCG@10, R@100]\ntopK: 100\nholes: {depth: 10}\noutput: out\n")
+    good.write_text(f"pipeline:\n  dataset: {scifact_tiny}\n  retriever: dense\n  encoder: {{model: all-MiniLM-L6-v2}}\n"
+                    "  vectors: {search: hnsw, hnsw_ef: 64}\n  evaluation: {measures: [nDCG@10, R@100]}\n  top_k: 100\n"
+                    "  holes: {depth: 10}\noutput: out\n")
     spec = JobSpec.from_yaml(good)
-    assert (spec.retriever, spec.model, spec.search, spec.hnsw_ef, spec.k1, spec.b) == ("dense", "all-MiniLM-L6-v2", "hnsw", 64, 1.2, 0.4)
-    assert (spec.measures, spec.top_k, spec.holes_depth) == (("nDCG@10", "R@100"), 100, 10)
+    config = spec.pipeline
+    assert (config.retriever, config.encoder.model, config.vectors.search, config.vectors.hnsw_ef) == (
+        "dense", "all-MiniLM-L6-v2", "hnsw", 64)
+    assert (spec.measures, config.top_k, config.holes.depth) == (("nDCG@10", "R@100"), 100, 10)
     assert spec.output == str(tmp_path / "out")  # relative to the spec file
 
     cases = {
-        "dataset: x\nretriver: bm25\n": 'has no field named "retriver"',
-        "dataset: x\nretriever: splade\n": "'retriever': 'splade' is not one of bm25, dense, hybrid",
-        "dataset: x\nmeasures: [nDCG@ten]\n": "'measures'",
-        "dataset: x\ntop_k: 0\n": "'top_k': must be positive",
-        "retriever: bm25\n": "'dataset': required",
+        "pipeline: {dataset: x}\nretriver: bm25\n": 'has no field named "retriver"',
+        "dataset: x\n": "live under `pipeline:`",
+        "pipeline: {dataset: x, retriver: bm25}\n": "unknown field 'retriver'; did you mean 'retriever'",
+        "pipeline: {dataset: x, retriever: splade}\n": "'pipeline.retriever': --retriever: invalid choice: 'splade'",
+        "pipeline: {dataset: x, evaluation: {measures: [nDCG@ten]}}\n": "'pipeline.evaluation.measures'",
+        "pipeline: {dataset: x, top_k: 0}\n": "'pipeline.top_k': --top-k must be at least 1",
+        "pipeline: {dataset: x, top_k: 1.5}\n": "top_k: expected a whole number",
+        "pipeline: {retriever: bm25}\n": "'pipeline.dataset': required",
         "- a\n- b\n": "expected a mapping",
         "dataset: [\n": "not valid YAML",
     }
@@ -78,16 +88,16 @@ def remote(make_orchestrator):
 def test_errors_keep_their_type_across_the_wire(remote, scifact_tiny, tmp_path):
     with pytest.raises(JobNotFound, match="no job 'absent'"):
         remote.get("absent")
-    with pytest.raises(JobSpecError, match="'split'"):
-        remote.submit(JobSpec(dataset=str(scifact_tiny), split="dev"))
+    with pytest.raises(JobSpecError, match="'pipeline.split'"):
+        remote.submit(JobSpec.of(dataset=str(scifact_tiny), split="dev"))
     with pytest.raises(JobSpecError, match="corpus.jsonl"):
-        remote.submit(JobSpec(dataset="/nowhere"))
+        remote.submit(JobSpec.of(dataset="/nowhere"))
     broken = tmp_path / "broken"
     (broken / "qrels").mkdir(parents=True)
     (broken / "corpus.jsonl").write_text('{"_id": "d1", "text": "a"}\nnot json\n')
     (broken / "queries.jsonl").write_text('{"_id": "q1", "text": "a"}\n')
     (broken / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\n")
-    job_id = remote.submit(JobSpec(dataset=str(broken)))
+    job_id = remote.submit(JobSpec.of(dataset=str(broken)))
     assert list(remote.watch(job_id))[-1].state == "FAILED"
     assert "DataFormatError: " in remote.get(job_id).error and "corpus.jsonl:2: malformed JSON" in remote.get(job_id).error
     with pytest.raises(ResultsNotReady, match=f"job {job_id} is FAILED"):
@@ -96,7 +106,7 @@ def test_errors_keep_their_type_across_the_wire(remote, scifact_tiny, tmp_path):
 
 
 def test_a_job_over_grpc(remote, scifact_tiny, tmp_path):
-    job_id = remote.submit(JobSpec(dataset=str(scifact_tiny), name="tiny"))
+    job_id = remote.submit(JobSpec.of(dataset=str(scifact_tiny), name="tiny"))
     events = list(remote.watch(job_id))
     assert events[-1].state == "SUCCEEDED" and events[0].state == "QUEUED"
     record = remote.get(job_id)
@@ -114,7 +124,7 @@ def test_submit_from_a_spec_file_on_the_command_line(remote, scifact_tiny, tmp_p
     from irforge.cli.main import main
 
     spec = tmp_path / "job.yaml"
-    spec.write_text(f"dataset: {scifact_tiny}\nmeasures: [nDCG@10]\nname: from a file\n")
+    spec.write_text(f"pipeline: {{dataset: {scifact_tiny}, evaluation: {{measures: [nDCG@10]}}}}\nname: from a file\n")
     server = ["--server", remote.address]
     assert main(["submit", *server, "--spec", str(spec)]) == 0
     job_id = capsys.readouterr().out.strip()
@@ -122,6 +132,6 @@ def test_submit_from_a_spec_file_on_the_command_line(remote, scifact_tiny, tmp_p
     assert remote.get(job_id).spec["name"] == "from a file" and set(remote.get(job_id).metrics) == {"nDCG@10"}
     assert main(["submit", *server, "--spec", str(spec), "--dataset", str(scifact_tiny)]) == 2
     assert "not both" in capsys.readouterr().err
-    spec.write_text("dataset: x\nretriever: splade\n")
+    spec.write_text("pipeline: {dataset: x, retriever: splade}\n")
     assert main(["submit", *server, "--spec", str(spec)]) == 2
-    assert "'splade' is not one of" in capsys.readouterr().err
+    assert "'pipeline.retriever': --retriever: invalid choice" in capsys.readouterr().err

@@ -1,13 +1,15 @@
 """Typed client for irforge's Orchestrator: submit evaluation jobs, follow them, fetch results.
 
     with OrchestratorClient("127.0.0.1:50050") as client:
-        job_id = client.submit(dataset="/data/beir/scifact", retriever="bm25")
+        job_id = client.submit(pipeline={"dataset": "/data/beir/scifact", "retriever": "bm25"})
         for event in client.watch(job_id):
             print(event.step, event.state, event.done, event.total)
         client.results(job_id, "runs/scifact-bm25")     # results.json and run.trec
 
-A spec is the JobSpec message's fields (as keyword arguments or one mapping; nested ones as
-mappings, e.g. bm25={"k1": 1.2, "b": 0.75}); paths are on the orchestrator's filesystem.
+A spec is the JobSpec message's fields (as keyword arguments or one mapping): `pipeline`, the
+pipeline configuration `irforge eval` takes, nested by section (e.g. pipeline={"dataset": DIR,
+"retriever": "hybrid", "bm25": {"k1": 1.2}, "fusion": {"method": "linear"}}), and the job's own
+`output`, `shards`, `name`, `instructions`, `datasets`; paths are on the orchestrator's filesystem.
 """
 
 from __future__ import annotations

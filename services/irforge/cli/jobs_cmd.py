@@ -9,23 +9,17 @@ import os
 import sys
 from pathlib import Path
 
-from irforge.cli import eval_cmd, instructions_cmd
-from irforge.cli.parser import IrforgeParser
+from irforge.cli.options import add_config_file_option, add_config_options, config_from_args
 from irforge.app.holes import EXIT_NOT_ALL_JUDGED
+from irforge.config import PipelineConfig, with_options
 from irforge.results.render import text as results_text
 
 DEFAULT_SERVER = "127.0.0.1:50050"
+SUBMIT_OWN = ("server",)   # submit's --server is the orchestrator (the services' addresses are refused in a job anyway)
 
 
 def default_server() -> str:
     return os.environ.get("IRFORGE_SERVER") or DEFAULT_SERVER
-
-
-def _eval_parser() -> argparse.ArgumentParser:
-    """`irforge eval`'s own parser, so `submit` takes exactly its flags."""
-    subparsers = IrforgeParser(add_help=False).add_subparsers()
-    eval_cmd.add_parser(subparsers)
-    return subparsers.choices["eval"]
 
 
 def _add_server(parser: argparse.ArgumentParser) -> None:
@@ -35,15 +29,14 @@ def _add_server(parser: argparse.ArgumentParser) -> None:
 
 def add_parsers(subparsers) -> None:
     submit = subparsers.add_parser(
-        "submit", parents=[_eval_parser()], conflict_handler="resolve",
-        help="submit an evaluation job to the orchestrator; prints the job id",
-        description="Submit a job: the same flags as `irforge eval` (paths are resolved here and must exist on the "
-        "orchestrator's filesystem), or --spec FILE (YAML: the JobSpec message's fields).",
+        "submit", help="submit an evaluation job to the orchestrator; prints the job id",
+        description="Submit a job: the pipeline options of `irforge eval` (every field of the pipeline configuration, "
+        "docs/configuration.md; paths are resolved here and must exist on the orchestrator's filesystem; the options "
+        "that configure the services are refused), or --spec FILE (YAML: the JobSpec message's fields).",
     )
-    for action in submit._actions:
-        if action.dest in ("dataset", "out"):
-            action.required = False
     submit.add_argument("--out", type=Path, help="also copy results.json and run.trec to this folder on the orchestrator's filesystem")
+    add_config_file_option(submit)
+    add_config_options(submit, PipelineConfig, exclude=SUBMIT_OWN)
     submit.add_argument("--spec", type=Path, metavar="FILE", help="job spec YAML instead of flags")
     submit.add_argument("--suite", type=Path, metavar="FILE",
                         help="a suite as one job (`irforge bench`'s suite file, docs/bench.md): the flags' system on "
@@ -53,8 +46,6 @@ def add_parsers(subparsers) -> None:
     submit.add_argument("--instructions", action="store_true",
                         help="an instruction-following job, as `irforge eval-instructions`: --dataset is an InfoSearch, "
                              "FollowIR or InstructIR folder (or a folder of them)")
-    submit.add_argument("--instruction-template", metavar="TEMPLATE", help="how text models get query and instruction: a template with {query} and {instruction} (as eval-instructions)")
-    submit.add_argument("--robustness-k", type=int, default=10, help="InstructIR: the k of Robustness@k (default 10)")
     _add_server(submit)
     submit.set_defaults(handler=run_submit)
 
@@ -107,16 +98,17 @@ def run_submit(args: argparse.Namespace) -> int:
     from irforge.orchestrator.spec import JobSpec
 
     try:
-        if sum(given is not None for given in (args.spec, args.dataset, args.suite)) > 1:
+        dataset = getattr(args, "dataset", None)
+        if sum(given is not None for given in (args.spec, dataset, args.suite)) > 1:
             raise _job_errors()[1]("give --spec FILE, --suite FILE or --dataset with flags: one of them, not both")
         if args.spec:
             spec = JobSpec.from_yaml(args.spec)
         elif args.suite is not None:
             spec = suite_job_spec(args)
-        elif args.dataset is None:
-            raise _job_errors()[1]("give --dataset (and the other `irforge eval` flags) or --spec FILE")
         else:
-            spec = JobSpec.from_eval_args(args)
+            spec = submit_spec(args)
+            if not spec.dataset:
+                raise _job_errors()[1]("give --dataset (and the other `irforge eval` flags) or --spec FILE")
         with _client(args) as client:
             job_id = client.submit(spec)
     except _job_errors() as error:
@@ -125,26 +117,41 @@ def run_submit(args: argparse.Namespace) -> int:
     return 0
 
 
+def submit_spec(args: argparse.Namespace, base=None, datasets=()):
+    """The job `irforge submit`'s flags ask for: the pipeline configuration `irforge eval` would
+    build from them (irforge.cli.options), and the job's own fields."""
+    from irforge.config import ConfigError
+    from irforge.orchestrator.spec import config_error
+    from irforge.orchestrator.spec_files import from_config
+
+    try:
+        config = config_from_args(args, PipelineConfig, base=base, exclude=SUBMIT_OWN)
+    except ConfigError as error:
+        raise config_error(error) from None
+    if datasets and config.dataset:
+        raise _job_errors()[1]("--dataset goes without --suite: the suite file names the datasets")
+    return from_config(config, output=str(args.out or ""), shards=args.shards or 0, name=args.name or "",
+                       instructions=args.instructions, datasets=datasets)
+
+
 def suite_job_spec(args: argparse.Namespace):
     """`irforge submit --suite FILE`: the suite file's datasets, split, name and measures (-m flags
     first, as in `irforge bench`), with the flags' system."""
     from irforge.bench.suite import SuiteError, load_suite
-    from irforge.orchestrator.spec import JobSpec, SuiteMember
+    from irforge.orchestrator.spec import SuiteMember
 
     try:
         suite = load_suite(args.suite)
     except SuiteError as error:
         raise _job_errors()[1](str(error)) from None
-    if args.split != "test":
+    if getattr(args, "split", None) is not None:
         raise _job_errors()[1]("--split goes with --dataset; a suite file gives its split (`split:`, per dataset too)")
     members = tuple(SuiteMember(dataset=e.location, label=e.label, split=e.split) for e in suite.entries)
-    return JobSpec.from_eval_args(replace_namespace(args, split=suite.split, name=args.name or suite.name,
-                                                    measures=args.measures or (list(suite.measures) if suite.measures else None)),
-                                  datasets=members)
-
-
-def replace_namespace(args: argparse.Namespace, **values) -> argparse.Namespace:
-    return argparse.Namespace(**{**vars(args), **values})
+    base = PipelineConfig(split=suite.split)
+    if suite.measures and getattr(args, "measures", None) is None:
+        base = with_options(base, {"measures": tuple(suite.measures)})
+    args = argparse.Namespace(**{**vars(args), "name": args.name or suite.name})
+    return submit_spec(args, base=base, datasets=members)
 
 
 def run_watch(args: argparse.Namespace) -> int:
@@ -167,7 +174,10 @@ def run_watch(args: argparse.Namespace) -> int:
     print(f"job {job.job_id} SUCCEEDED" + (" with warnings" if job.warnings else "")
           + (f"; mean over its {len(job.spec['datasets'])} datasets (irforge results for the table):" if job.spec.get("datasets") else ""))
     # The wire's map has no order: the spec's measure order first, as `irforge eval` prints them.
-    order = [m for m in job.spec["measures"] if m in job.metrics] + sorted(set(job.metrics) - set(job.spec["measures"]))
+    from irforge.orchestrator.spec import JobSpec
+
+    measures = JobSpec.from_dict(job.spec).measures
+    order = [m for m in measures if m in job.metrics] + sorted(set(job.metrics) - set(measures))
     width = max((len(name) for name in order), default=0)
     for name in order:
         print(f"{name:<{width}}  {job.metrics[name]:.4f}")
@@ -194,12 +204,15 @@ def run_results(args: argparse.Namespace) -> int:
 def run_jobs(args: argparse.Namespace) -> int:
     with _client(args) as client:
         jobs = client.list(args.limit)
+    from irforge.orchestrator.spec import JobSpec
+
     for job in jobs:
+        spec = JobSpec.from_dict(job.spec)
         running = next((s.name for s in job.steps if s.state == "running"), "")
         where = job.error or running or "; ".join(job.warnings)
-        what = f"suite of {len(job.spec['datasets'])}" if job.spec.get("datasets") else Path(job.spec["dataset"]).name
+        what = f"suite of {len(spec.datasets)}" if spec.is_suite else Path(spec.dataset).name
         print(f"{job.job_id}  {job.state.value:<9}  {job.created_at[:19]}  {what}  "
-              f"{job.spec['retriever']}  {where}".rstrip())
+              f"{spec.pipeline.retriever}  {where}".rstrip())
     return 0
 
 

@@ -1,25 +1,33 @@
-"""What a step works with: the spec, the job folder, the outputs of earlier steps, and clients of
-the services (opened on first use, each call under a deadline), built the way `irforge eval`
-builds its pipeline so the two produce the same runs."""
+"""What a step works with: the spec, the job folder, the outputs of earlier steps, and the parts
+of its pipeline, built by the one builder `irforge eval` builds through (irforge.builder) from the
+job's PipelineConfig, placed on the orchestrator's services with a deadline on every call, so a
+job and `irforge eval` of the same configuration produce the same runs."""
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
-from contextlib import AbstractContextManager, ExitStack
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
-from irforge.corpus.client import RemoteCorpus
-from irforge.corpus.settings import Bm25Settings
-from irforge.corpus.vectors.base import HnswSettings
+from irforge.builder.pipeline import PipelineBuilder, Placement
+from irforge.config import ConfigError
 from irforge.data import BeirDataset
 from irforge.data.types import Query
 from irforge.orchestrator.errors import JobSpecError
-from irforge.orchestrator.spec import JobSpec
+from irforge.orchestrator.spec import JobSpec, config_error
 from irforge.pipeline.progress import ProgressFactory
-from irforge.pipeline.retrievers.hybrid import FusionSettings
+
+
+@contextmanager
+def job_spec_errors() -> Iterator[None]:
+    """The builder's ConfigError as the job's JobSpecError, naming the pipeline field."""
+    try:
+        yield
+    except ConfigError as error:
+        raise config_error(error) from None
 
 
 @dataclass(frozen=True)
@@ -47,14 +55,6 @@ class ServiceAddresses:
                         if getattr(self, role))
 
 
-class DeadlineCorpus(RemoteCorpus):
-    """RemoteCorpus whose Ingest stream has a deadline: a job must never wait forever on a silent
-    service (the stock client leaves it open-ended for interactive use)."""
-
-    def __init__(self, address: str, timeout: float, ingest_timeout: float):
-        super().__init__(address, timeout=timeout, ingest_timeout=ingest_timeout)
-
-
 @dataclass
 class StepContext:
     job_id: str
@@ -76,7 +76,7 @@ class StepContext:
             self.results_dir = self.job_dir / "results"
 
     def for_member(self, label: str) -> StepContext:
-        """A suite job's context for one dataset: that dataset's spec, its own work folder and
+        """A suite job's context for one dataset: that dataset's spec (the member's config), its own work folder and
         results folder (results/<label>), the outputs of its own steps under their plain names.
         Kept per label, so its dataset is fingerprinted and its clients opened once; the clients
         close with the job's."""
@@ -119,106 +119,52 @@ class StepContext:
     def mode(self) -> str:
         return f"orchestrator job {self.job_id}: {self.services.describe()}"
 
-    # -- clients ------------------------------------------------------------------------------
-    def _closing(self, client):
-        self.stack.callback(client.close)
-        return client
-
+    # -- the pipeline, through the one builder ------------------------------------------------
     @cached_property
-    def corpus(self) -> DeadlineCorpus:
-        return self._closing(DeadlineCorpus(self.services.required("corpus"), timeout=self.services.call_timeout_s,
-                                            ingest_timeout=self.services.long_call_timeout_s))
+    def builder(self) -> PipelineBuilder:
+        services = self.services
+        placement = Placement(corpus=services.corpus, evaluator=services.evaluator, encoder=services.encoder,
+                              call_timeout_s=services.call_timeout_s, long_call_timeout_s=services.long_call_timeout_s,
+                              remote_only=True)
+        return PipelineBuilder(self.spec.pipeline, self.stack, placement=placement, progress=self.progress,
+                               embedding_cache=self.cache_path)
 
-    def evaluator(self):
-        from irforge.evaluator.client import RemoteEvaluator
-
-        return self._closing(RemoteEvaluator(self.services.required("evaluator"), timeout=self.services.call_timeout_s))
-
-    @cached_property
-    def endpoint(self):
-        if not self.spec.endpoint:
-            return None
-        from irforge.endpoints.spec import EndpointSpec
-
-        return EndpointSpec.from_file(Path(self.spec.endpoint))
-
-    @cached_property
-    def cache(self):
-        from irforge.models.cache import EmbeddingCache
-
-        return self._closing(EmbeddingCache(self.cache_path))
+    def _built(self, part: Callable):
+        with job_spec_errors():
+            return part()
 
     @property
-    def sparse(self) -> bool:
-        """A learned sparse first stage (or hybrid with one), as `irforge eval` decides it."""
-        return not self.endpoint and (self.spec.retriever == "sparse"
-                                      or (self.spec.retriever == "hybrid" and self.spec.hybrid_with == "sparse"))
+    def corpus(self):
+        return self._built(lambda: self.builder.corpus)
 
-    def _encoder(self):
-        endpoint = self.endpoint
-        if endpoint is not None and endpoint.kind == "openai-embeddings":
-            from irforge.endpoints.embeddings import EndpointEncoder
+    @property
+    def evaluator(self):
+        return self._built(lambda: self.builder.evaluator)
 
-            return EndpointEncoder(endpoint), f"endpoint {endpoint.public()['host']}"
-        from irforge.models.client import remote_encoder
+    @property
+    def endpoint(self):
+        return self._built(lambda: self.builder.endpoint)
 
-        address = self.services.required("encoder")
-        encoder = self._closing(remote_encoder(address, self.sparse, model=self.spec.model, timeout=self.services.call_timeout_s))
-        return encoder, f"grpc {address}"
+    @property
+    def cache(self):
+        return self._built(lambda: self.builder.cache)
 
-    # -- retrievers, as build.build_pipeline makes them ---------------------------------------
     def lexical(self):
-        from irforge.pipeline.retrievers.bm25 import Bm25Retriever
-
-        return Bm25Retriever(self.corpus, Bm25Settings(k1=self.spec.k1, b=self.spec.b), self.progress)
+        return self._built(self.builder.lexical)
 
     def dense(self):
         """The vector retriever: dense, or learned sparse (SparseRetriever) when the spec asks for it."""
-        from irforge.pipeline.retrievers.dense import DenseRetriever
-
-        encoder, location = self._encoder()
-        if self.sparse:
-            from irforge.pipeline.retrievers.sparse import SparseRetriever
-
-            return SparseRetriever(self.corpus, encoder, self.cache, self.progress, encoder_location=location)
-        hnsw = HnswSettings(m=self.spec.hnsw_m, ef_construct=self.spec.hnsw_ef_construct, ef_search=self.spec.hnsw_ef)
-        return DenseRetriever(self.corpus, encoder, self.cache, self.progress, exact=self.spec.search == "exact",
-                              hnsw=hnsw, encoder_location=location)
+        return self._built(self.builder.vector)
 
     def first_stage(self):
-        endpoint = self.endpoint
-        if endpoint is not None and endpoint.kind.startswith("search-"):
-            from irforge.endpoints.search import (
-                GrpcSearchRetriever,
-                HttpSearchRetriever,
-            )
-
-            return {"search-http": HttpSearchRetriever, "search-grpc": GrpcSearchRetriever}[endpoint.kind](endpoint, self.progress)
-        if endpoint is not None and endpoint.kind != "openai-embeddings":
-            raise JobSpecError(f"job spec field 'endpoint': {endpoint.source} is a {endpoint.kind} endpoint; "
-                               "rerank endpoints go in reranker.endpoint")
-        if self.spec.retriever == "bm25" and endpoint is None:
-            return self.lexical()
-        if self.spec.retriever == "hybrid":
-            from irforge.pipeline.retrievers.hybrid import HybridRetriever
-
-            fusion = FusionSettings(method=self.spec.fusion, rrf_k=self.spec.rrf_k, weights=tuple(self.spec.fusion_weights))
-            return HybridRetriever(self.lexical(), self.dense(), fusion)
-        return self.dense()
+        return self._built(self.builder.first_stage)
 
     def reranker(self):
-        if self.spec.reranker_model:
-            from irforge.models.reranker import CrossEncoderReranker, RerankerSpec
+        return self._built(self.builder.reranker)
 
-            return CrossEncoderReranker(RerankerSpec(model=self.spec.reranker_model))
-        from irforge.endpoints.rerank import GrpcReranker, HttpReranker
-        from irforge.endpoints.spec import EndpointSpec
-
-        spec = EndpointSpec.from_file(Path(self.spec.reranker_endpoint))
-        kinds = {"rerank-http": HttpReranker, "rerank-grpc": GrpcReranker}
-        if spec.kind not in kinds:
-            raise JobSpecError(f"job spec field 'reranker.endpoint': needs kind rerank-http or rerank-grpc, {spec.source} has {spec.kind}")
-        return self._closing(kinds[spec.kind](spec))
+    def _closing(self, client):
+        self.stack.callback(client.close)
+        return client
 
     # -- big corpora and hole filling ---------------------------------------------------------
     def encode_in_shards(self, dense, collection_id: str) -> dict:
@@ -241,12 +187,15 @@ class StepContext:
         return report.as_dict()
 
     def judge(self):
-        """The judge of the job: its own judge spec file (run here, keys from this process'
-        environment), else the judge service."""
-        if self.spec.judge:
+        """The judge of the job: its own judge spec file, or the embedded judge with the job's
+        thresholds file (run here, keys from this process' environment), else the judge service."""
+        holes = self.spec.pipeline.holes
+        if holes.judge != "embedded" or holes.thresholds:
             from irforge.judge.factory import open_judge
 
-            return self._closing(open_judge(Path(self.spec.judge))), "in the orchestrator"
+            judge = Path(holes.judge) if holes.judge != "embedded" else holes.judge
+            thresholds = Path(holes.thresholds) if holes.thresholds else None
+            return self._closing(open_judge(judge, thresholds_path=thresholds)), "in the orchestrator"
         from irforge.judge.client import RemoteJudge
 
         address = self.services.required("judge")

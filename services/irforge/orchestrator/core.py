@@ -158,15 +158,21 @@ class Orchestrator:
     # -- submission checks --------------------------------------------------------------------
     @staticmethod
     def _endpoint_kind(spec: JobSpec) -> str:
-        if not spec.endpoint:
+        """The kind of the spec's endpoint, as the builder reads it (with the spec's overrides; a
+        rerank endpoint given as the first stage is refused here)."""
+        if spec.pipeline.endpoint.spec is None:
             return ""
+        from contextlib import ExitStack
+
+        from irforge.builder.pipeline import PipelineBuilder
         from irforge.endpoints.errors import EndpointSpecError
-        from irforge.endpoints.spec import EndpointSpec
+        from irforge.orchestrator.context import job_spec_errors
 
         try:
-            return EndpointSpec.from_file(Path(spec.endpoint)).kind
+            with ExitStack() as stack, job_spec_errors():
+                return PipelineBuilder(spec.pipeline, stack).endpoint.kind
         except EndpointSpecError as error:
-            raise JobSpecError(f"job spec field 'endpoint': {error}") from None
+            raise JobSpecError(f"job spec field 'pipeline.endpoint.spec': {error}") from None
 
     def _check_services(self, spec: JobSpec, steps: list[str]) -> None:
         if spec.instructions:  # one step that does the work of the steps its retriever needs
@@ -177,7 +183,8 @@ class Orchestrator:
             needed.add("corpus")
         if "encode_vectors" in steps and self._endpoint_kind(spec) != "openai-embeddings":
             needed.add("encoder")
-        if "judge_holes" in steps and not spec.judge:
+        holes = spec.pipeline.holes
+        if "judge_holes" in steps and holes.judge == "embedded" and not holes.thresholds:   # else the job's own judge
             needed.add("judge")
         for role in sorted(needed):
             self.services.required(role)

@@ -19,7 +19,7 @@ from pathlib import Path
 from irforge.common.allowed_roots import checked
 from irforge.common.files import atomic_write, write_json_atomic
 from irforge.common.output_set import EVAL_SET, OutputSet
-from irforge.corpus.settings import Bm25Settings
+from irforge.config import to_mapping
 from irforge.data import BeirDataset
 from irforge.data.types import Query, Run
 from irforge.orchestrator.context import StepContext
@@ -75,10 +75,10 @@ def plan_steps(spec: JobSpec, endpoint_kind: str = "") -> list[str]:
     if endpoint_kind.startswith("search-"):
         pass  # the team's endpoint retrieves: nothing to index here
     elif endpoint_kind == "openai-embeddings":  # as `irforge eval --endpoint`: the endpoint is the dense encoder
-        steps += [INGEST, ENCODE] if spec.retriever == "hybrid" else [ENCODE]
+        steps += [INGEST, ENCODE] if spec.pipeline.retriever == "hybrid" else [ENCODE]
     else:
-        steps += [INGEST] if spec.retriever in ("bm25", "hybrid") else []
-        steps += [ENCODE] if spec.retriever in ("dense", "hybrid", "sparse") else []
+        steps += [INGEST] if spec.pipeline.retriever in ("bm25", "hybrid") else []
+        steps += [ENCODE] if spec.pipeline.retriever in ("dense", "hybrid", "sparse") else []
     steps.append(RETRIEVE)
     if spec.has_reranker:
         steps.append(RERANK)
@@ -159,7 +159,7 @@ class StoredStage:
 
 def ingest_lexical(ctx: StepContext) -> dict:
     retriever = ctx.lexical()
-    corpus_id = corpus_id_for(ctx.dataset.name, ctx.fingerprint, Bm25Settings(k1=ctx.spec.k1, b=ctx.spec.b))
+    corpus_id = corpus_id_for(ctx.dataset.name, ctx.fingerprint, ctx.builder.bm25_settings())
     # Two jobs on the same corpus and settings: the second waits, then finds the index READY.
     with ctx.lock(f"bm25:{corpus_id}"):
         tracker = CorpusTracker(judged=ctx.judged)
@@ -185,7 +185,8 @@ def retrieve(ctx: StepContext) -> dict:
     # endpoint reads the corpus ids here, so keep what it notes.
     tracker = CorpusTracker(judged=ctx.judged)
     first.prepare(ctx.dataset, ctx.fingerprint, tracker)
-    depth = max(ctx.spec.top_k, ctx.spec.rerank_depth) if ctx.spec.has_reranker else ctx.spec.top_k
+    config = ctx.spec.pipeline
+    depth = max(config.top_k, config.rerank.depth) if config.has_reranker else config.top_k
     run = first.retrieve(ctx.queries, depth)
     counts = first.counts()
     for step in (INGEST, ENCODE):  # the document work was done (or skipped) by those steps
@@ -200,9 +201,9 @@ def rerank(ctx: StepContext) -> dict:
 
     stored = ctx.outputs[RETRIEVE]
     first = StoredStage(stored, read_run(ctx.job_dir / stored["run_file"]))
-    reranking = RerankingRetriever(first, ctx.reranker(), depth=ctx.spec.rerank_depth, progress=ctx.progress)
+    reranking = RerankingRetriever(first, ctx.reranker(), depth=ctx.spec.pipeline.rerank.depth, progress=ctx.progress)
     reranking.prepare(ctx.dataset, ctx.fingerprint, CorpusTracker(judged=set()))
-    run = reranking.retrieve(ctx.queries, ctx.spec.top_k)
+    run = reranking.retrieve(ctx.queries, ctx.spec.pipeline.top_k)
     return {"name": reranking.name, "describe": reranking.describe(), "counts": reranking.counts(),
             "run_file": write_run(ctx.job_dir / "reranked_run.json", run), "latency": latency_of(reranking)}
 
@@ -219,7 +220,9 @@ def judge_holes(ctx: StepContext) -> dict:
 
     spec, out_dir = ctx.spec, ctx.results_dir
     final = final_stage_output(ctx)
-    settings = HoleSettings(depth=spec.holes_depth, drop_identical_ids=not spec.keep_identical_ids, measures=spec.measures)
+    config = spec.pipeline
+    settings = HoleSettings(depth=config.holes.depth, relevant_from=config.holes.relevant_from,
+                            drop_identical_ids=not config.evaluation.keep_identical_ids, measures=spec.measures)
     judge, where = ctx.judge()
     report, labelled, _ = HoleFiller(judge, settings, ctx.progress).run(
         Path(spec.dataset), read_run(ctx.job_dir / final["run_file"]), spec.split, run_name=str(out_dir / "run.trec"))
@@ -272,8 +275,9 @@ def evaluate(ctx: StepContext) -> dict:
     stage = StoredStage(final, read_run(ctx.job_dir / final["run_file"]), merged_tracker(ctx.outputs, ctx.judged))
     spec = ctx.spec
     out_dir = ctx.results_dir
-    eval_spec = EvalJobSpec(dataset=Path(spec.dataset), out_dir=out_dir, split=spec.split, top_k=spec.top_k,
-                            measures=spec.measures, drop_identical_ids=not spec.keep_identical_ids)
+    eval_spec = EvalJobSpec(dataset=Path(spec.dataset), out_dir=out_dir, split=spec.split, top_k=spec.pipeline.top_k,
+                            measures=spec.measures, drop_identical_ids=not spec.pipeline.evaluation.keep_identical_ids,
+                            config=to_mapping(spec.pipeline))   # recorded whole, as an in-process eval records it
     with OutputSet(out_dir) as staging:  # as `irforge eval` writes OUT: the old set or the new one, never a mix
         results = _evaluate_into(ctx, stage, replace(eval_spec, out_dir=staging))
     if spec.output:
@@ -282,7 +286,7 @@ def evaluate(ctx: StepContext) -> dict:
 
 
 def _evaluate_into(ctx: StepContext, stage: StoredStage, eval_spec: EvalJobSpec) -> dict:
-    job = EvalJob(eval_spec, stage, ctx.evaluator(), ctx.mode)
+    job = EvalJob(eval_spec, stage, ctx.evaluator, ctx.mode)
     results = job.evaluate()
     # EvalJob timed only its own evaluation; the job's index and retrieval work ran in earlier steps.
     durations = ctx.durations
@@ -309,15 +313,17 @@ def evaluate_instructions(ctx: StepContext) -> dict:
     from irforge.pipeline.retrievers.rerank import RerankingRetriever
 
     spec, out_dir = ctx.spec, ctx.results_dir
+    config = spec.pipeline
     retriever = ctx.first_stage()
     if spec.has_reranker:
-        retriever = RerankingRetriever(retriever, ctx.reranker(), depth=spec.rerank_depth, progress=ctx.progress)
-    job_spec = InstructionJobSpec(collection=Path(spec.dataset), out_dir=out_dir, split=spec.split, top_k=spec.top_k,
-                                  measures=spec.measures, template=InstructionTemplate(spec.instruction_template or None),
-                                  drop_identical_ids=not spec.keep_identical_ids, robustness_k=spec.robustness_k)
+        retriever = RerankingRetriever(retriever, ctx.reranker(), depth=config.rerank.depth, progress=ctx.progress)
+    job_spec = InstructionJobSpec(collection=Path(spec.dataset), out_dir=out_dir, split=spec.split, top_k=config.top_k,
+                                  measures=spec.measures, template=InstructionTemplate(config.instructions.template),
+                                  drop_identical_ids=not config.evaluation.keep_identical_ids,
+                                  robustness_k=config.instructions.robustness_k, config=to_mapping(config))
     # Two jobs on one folder would build the same indexes at once (the corpus service refuses a second writer).
     with ctx.lock(f"instructions:{Path(spec.dataset).resolve()}"), OutputSet(out_dir) as staging:
-        job = InstructionJob(replace(job_spec, out_dir=staging), retriever, ctx.evaluator(), ctx.mode)
+        job = InstructionJob(replace(job_spec, out_dir=staging), retriever, ctx.evaluator, ctx.mode)
         results = job.evaluate()
         results["job_id"] = ctx.job_id
         write_json_atomic(staging / "results.json", results)

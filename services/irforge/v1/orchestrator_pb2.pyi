@@ -1,3 +1,4 @@
+from google.protobuf import struct_pb2 as _struct_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
@@ -22,95 +23,21 @@ SUCCEEDED: JobState
 FAILED: JobState
 CANCELLED: JobState
 
-class Bm25Parameters(_message.Message):
-    __slots__ = ("k1", "b")
-    K1_FIELD_NUMBER: _ClassVar[int]
-    B_FIELD_NUMBER: _ClassVar[int]
-    k1: float
-    b: float
-    def __init__(self, k1: _Optional[float] = ..., b: _Optional[float] = ...) -> None: ...
-
-class DenseParameters(_message.Message):
-    __slots__ = ("model", "search", "hnsw_m", "hnsw_ef_construct", "hnsw_ef")
-    MODEL_FIELD_NUMBER: _ClassVar[int]
-    SEARCH_FIELD_NUMBER: _ClassVar[int]
-    HNSW_M_FIELD_NUMBER: _ClassVar[int]
-    HNSW_EF_CONSTRUCT_FIELD_NUMBER: _ClassVar[int]
-    HNSW_EF_FIELD_NUMBER: _ClassVar[int]
-    model: str
-    search: str
-    hnsw_m: int
-    hnsw_ef_construct: int
-    hnsw_ef: int
-    def __init__(self, model: _Optional[str] = ..., search: _Optional[str] = ..., hnsw_m: _Optional[int] = ..., hnsw_ef_construct: _Optional[int] = ..., hnsw_ef: _Optional[int] = ...) -> None: ...
-
-class FusionParameters(_message.Message):
-    __slots__ = ("method", "rrf_k", "weights", "hybrid_with")
-    METHOD_FIELD_NUMBER: _ClassVar[int]
-    RRF_K_FIELD_NUMBER: _ClassVar[int]
-    WEIGHTS_FIELD_NUMBER: _ClassVar[int]
-    HYBRID_WITH_FIELD_NUMBER: _ClassVar[int]
-    method: str
-    rrf_k: float
-    weights: _containers.RepeatedScalarFieldContainer[float]
-    hybrid_with: str
-    def __init__(self, method: _Optional[str] = ..., rrf_k: _Optional[float] = ..., weights: _Optional[_Iterable[float]] = ..., hybrid_with: _Optional[str] = ...) -> None: ...
-
-class RerankerSpec(_message.Message):
-    __slots__ = ("model", "endpoint", "depth")
-    MODEL_FIELD_NUMBER: _ClassVar[int]
-    ENDPOINT_FIELD_NUMBER: _ClassVar[int]
-    DEPTH_FIELD_NUMBER: _ClassVar[int]
-    model: str
-    endpoint: str
-    depth: int
-    def __init__(self, model: _Optional[str] = ..., endpoint: _Optional[str] = ..., depth: _Optional[int] = ...) -> None: ...
-
-class HoleFillingSpec(_message.Message):
-    __slots__ = ("depth", "judge")
-    DEPTH_FIELD_NUMBER: _ClassVar[int]
-    JUDGE_FIELD_NUMBER: _ClassVar[int]
-    depth: int
-    judge: str
-    def __init__(self, depth: _Optional[int] = ..., judge: _Optional[str] = ...) -> None: ...
-
 class JobSpec(_message.Message):
-    __slots__ = ("dataset", "split", "retriever", "bm25", "dense", "fusion", "endpoint", "reranker", "measures", "top_k", "keep_identical_ids", "holes", "output", "shards", "name", "instructions", "datasets")
-    DATASET_FIELD_NUMBER: _ClassVar[int]
-    SPLIT_FIELD_NUMBER: _ClassVar[int]
-    RETRIEVER_FIELD_NUMBER: _ClassVar[int]
-    BM25_FIELD_NUMBER: _ClassVar[int]
-    DENSE_FIELD_NUMBER: _ClassVar[int]
-    FUSION_FIELD_NUMBER: _ClassVar[int]
-    ENDPOINT_FIELD_NUMBER: _ClassVar[int]
-    RERANKER_FIELD_NUMBER: _ClassVar[int]
-    MEASURES_FIELD_NUMBER: _ClassVar[int]
-    TOP_K_FIELD_NUMBER: _ClassVar[int]
-    KEEP_IDENTICAL_IDS_FIELD_NUMBER: _ClassVar[int]
-    HOLES_FIELD_NUMBER: _ClassVar[int]
+    __slots__ = ("pipeline", "output", "shards", "name", "instructions", "datasets")
+    PIPELINE_FIELD_NUMBER: _ClassVar[int]
     OUTPUT_FIELD_NUMBER: _ClassVar[int]
     SHARDS_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     INSTRUCTIONS_FIELD_NUMBER: _ClassVar[int]
     DATASETS_FIELD_NUMBER: _ClassVar[int]
-    dataset: str
-    split: str
-    retriever: str
-    bm25: Bm25Parameters
-    dense: DenseParameters
-    fusion: FusionParameters
-    endpoint: str
-    reranker: RerankerSpec
-    measures: _containers.RepeatedScalarFieldContainer[str]
-    top_k: int
-    keep_identical_ids: bool
-    holes: HoleFillingSpec
+    pipeline: _struct_pb2.Struct
     output: str
     shards: int
     name: str
     instructions: InstructionsSpec
     datasets: _containers.RepeatedCompositeFieldContainer[SuiteDataset]
-    def __init__(self, dataset: _Optional[str] = ..., split: _Optional[str] = ..., retriever: _Optional[str] = ..., bm25: _Optional[_Union[Bm25Parameters, _Mapping]] = ..., dense: _Optional[_Union[DenseParameters, _Mapping]] = ..., fusion: _Optional[_Union[FusionParameters, _Mapping]] = ..., endpoint: _Optional[str] = ..., reranker: _Optional[_Union[RerankerSpec, _Mapping]] = ..., measures: _Optional[_Iterable[str]] = ..., top_k: _Optional[int] = ..., keep_identical_ids: _Optional[bool] = ..., holes: _Optional[_Union[HoleFillingSpec, _Mapping]] = ..., output: _Optional[str] = ..., shards: _Optional[int] = ..., name: _Optional[str] = ..., instructions: _Optional[_Union[InstructionsSpec, _Mapping]] = ..., datasets: _Optional[_Iterable[_Union[SuiteDataset, _Mapping]]] = ...) -> None: ...
+    def __init__(self, pipeline: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., output: _Optional[str] = ..., shards: _Optional[int] = ..., name: _Optional[str] = ..., instructions: _Optional[_Union[InstructionsSpec, _Mapping]] = ..., datasets: _Optional[_Iterable[_Union[SuiteDataset, _Mapping]]] = ...) -> None: ...
 
 class SuiteDataset(_message.Message):
     __slots__ = ("dataset", "label", "split")
@@ -123,14 +50,10 @@ class SuiteDataset(_message.Message):
     def __init__(self, dataset: _Optional[str] = ..., label: _Optional[str] = ..., split: _Optional[str] = ...) -> None: ...
 
 class InstructionsSpec(_message.Message):
-    __slots__ = ("enabled", "template", "robustness_k")
+    __slots__ = ("enabled",)
     ENABLED_FIELD_NUMBER: _ClassVar[int]
-    TEMPLATE_FIELD_NUMBER: _ClassVar[int]
-    ROBUSTNESS_K_FIELD_NUMBER: _ClassVar[int]
     enabled: bool
-    template: str
-    robustness_k: int
-    def __init__(self, enabled: _Optional[bool] = ..., template: _Optional[str] = ..., robustness_k: _Optional[int] = ...) -> None: ...
+    def __init__(self, enabled: _Optional[bool] = ...) -> None: ...
 
 class JobRef(_message.Message):
     __slots__ = ("job_id",)

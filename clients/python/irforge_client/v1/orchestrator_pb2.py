@@ -22,9 +22,10 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1dirforge/v1/orchestrator.proto\x12\nirforge.v1\">\n\x0e\x42m25Parameters\x12\x0f\n\x02k1\x18\x01 \x01(\x01H\x00\x88\x01\x01\x12\x0e\n\x01\x62\x18\x02 \x01(\x01H\x01\x88\x01\x01\x42\x05\n\x03_k1B\x04\n\x02_b\"\xa8\x01\n\x0f\x44\x65nseParameters\x12\r\n\x05model\x18\x01 \x01(\t\x12\x0e\n\x06search\x18\x02 \x01(\t\x12\x13\n\x06hnsw_m\x18\x03 \x01(\x05H\x00\x88\x01\x01\x12\x1e\n\x11hnsw_ef_construct\x18\x04 \x01(\x05H\x01\x88\x01\x01\x12\x14\n\x07hnsw_ef\x18\x05 \x01(\x05H\x02\x88\x01\x01\x42\t\n\x07_hnsw_mB\x14\n\x12_hnsw_ef_constructB\n\n\x08_hnsw_ef\"f\n\x10\x46usionParameters\x12\x0e\n\x06method\x18\x01 \x01(\t\x12\x12\n\x05rrf_k\x18\x02 \x01(\x01H\x00\x88\x01\x01\x12\x0f\n\x07weights\x18\x03 \x03(\x01\x12\x13\n\x0bhybrid_with\x18\x04 \x01(\tB\x08\n\x06_rrf_k\"M\n\x0cRerankerSpec\x12\r\n\x05model\x18\x01 \x01(\t\x12\x10\n\x08\x65ndpoint\x18\x02 \x01(\t\x12\x12\n\x05\x64\x65pth\x18\x03 \x01(\x05H\x00\x88\x01\x01\x42\x08\n\x06_depth\"/\n\x0fHoleFillingSpec\x12\r\n\x05\x64\x65pth\x18\x01 \x01(\x05\x12\r\n\x05judge\x18\x02 \x01(\t\"\x84\x04\n\x07JobSpec\x12\x0f\n\x07\x64\x61taset\x18\x01 \x01(\t\x12\r\n\x05split\x18\x02 \x01(\t\x12\x11\n\tretriever\x18\x03 \x01(\t\x12(\n\x04\x62m25\x18\x04 \x01(\x0b\x32\x1a.irforge.v1.Bm25Parameters\x12*\n\x05\x64\x65nse\x18\x05 \x01(\x0b\x32\x1b.irforge.v1.DenseParameters\x12,\n\x06\x66usion\x18\x06 \x01(\x0b\x32\x1c.irforge.v1.FusionParameters\x12\x10\n\x08\x65ndpoint\x18\x07 \x01(\t\x12*\n\x08reranker\x18\x08 \x01(\x0b\x32\x18.irforge.v1.RerankerSpec\x12\x10\n\x08measures\x18\t \x03(\t\x12\x12\n\x05top_k\x18\n \x01(\x05H\x00\x88\x01\x01\x12\x1a\n\x12keep_identical_ids\x18\x0b \x01(\x08\x12*\n\x05holes\x18\x0c \x01(\x0b\x32\x1b.irforge.v1.HoleFillingSpec\x12\x0e\n\x06output\x18\r \x01(\t\x12\x0e\n\x06shards\x18\x0e \x01(\x05\x12\x0c\n\x04name\x18\x0f \x01(\t\x12\x32\n\x0cinstructions\x18\x10 \x01(\x0b\x32\x1c.irforge.v1.InstructionsSpec\x12*\n\x08\x64\x61tasets\x18\x11 \x03(\x0b\x32\x18.irforge.v1.SuiteDatasetB\x08\n\x06_top_k\"=\n\x0cSuiteDataset\x12\x0f\n\x07\x64\x61taset\x18\x01 \x01(\t\x12\r\n\x05label\x18\x02 \x01(\t\x12\r\n\x05split\x18\x03 \x01(\t\"a\n\x10InstructionsSpec\x12\x0f\n\x07\x65nabled\x18\x01 \x01(\x08\x12\x10\n\x08template\x18\x02 \x01(\t\x12\x19\n\x0crobustness_k\x18\x03 \x01(\x05H\x00\x88\x01\x01\x42\x0f\n\r_robustness_k\"\x18\n\x06JobRef\x12\x0e\n\x06job_id\x18\x01 \x01(\t\"9\n\x0fWatchJobRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x16\n\x0e\x61\x66ter_sequence\x18\x02 \x01(\x03\"\xb6\x01\n\x08JobEvent\x12\x10\n\x08sequence\x18\x01 \x01(\x03\x12\x0e\n\x06job_id\x18\x02 \x01(\t\x12\x0c\n\x04step\x18\x03 \x01(\t\x12\r\n\x05state\x18\x04 \x01(\t\x12\x0c\n\x04\x64one\x18\x05 \x01(\x03\x12\r\n\x05total\x18\x06 \x01(\x03\x12\x0c\n\x04rate\x18\x07 \x01(\x01\x12\x13\n\x0b\x65ta_seconds\x18\x08 \x01(\x01\x12\x0f\n\x07message\x18\t \x01(\t\x12\x0c\n\x04time\x18\n \x01(\t\x12\x0c\n\x04unit\x18\x0b \x01(\t\"f\n\nStepStatus\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05state\x18\x02 \x01(\t\x12\x12\n\nexecutions\x18\x03 \x01(\x05\x12\x12\n\nstarted_at\x18\x04 \x01(\t\x12\x13\n\x0b\x66inished_at\x18\x05 \x01(\t\"\xb8\x02\n\tJobStatus\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12#\n\x05state\x18\x02 \x01(\x0e\x32\x14.irforge.v1.JobState\x12!\n\x04spec\x18\x03 \x01(\x0b\x32\x13.irforge.v1.JobSpec\x12%\n\x05steps\x18\x04 \x03(\x0b\x32\x16.irforge.v1.StepStatus\x12\r\n\x05\x65rror\x18\x05 \x01(\t\x12\x12\n\ncreated_at\x18\x06 \x01(\t\x12\x12\n\nupdated_at\x18\x07 \x01(\t\x12\x33\n\x07metrics\x18\x08 \x03(\x0b\x32\".irforge.v1.JobStatus.MetricsEntry\x12\x10\n\x08warnings\x18\t \x03(\t\x1a.\n\x0cMetricsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01\" \n\x0fListJobsRequest\x12\r\n\x05limit\x18\x01 \x01(\x05\"7\n\x10ListJobsResponse\x12#\n\x04jobs\x18\x01 \x03(\x0b\x32\x15.irforge.v1.JobStatus\"7\n\x0bResultChunk\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04\x64\x61ta\x18\x02 \x01(\x0c\x12\x0c\n\x04last\x18\x03 \x01(\x08*h\n\x08JobState\x12\x19\n\x15JOB_STATE_UNSPECIFIED\x10\x00\x12\n\n\x06QUEUED\x10\x01\x12\x0b\n\x07RUNNING\x10\x02\x12\r\n\tSUCCEEDED\x10\x03\x12\n\n\x06\x46\x41ILED\x10\x04\x12\r\n\tCANCELLED\x10\x05\x32\xf6\x02\n\x0cOrchestrator\x12\x34\n\tSubmitJob\x12\x13.irforge.v1.JobSpec\x1a\x12.irforge.v1.JobRef\x12?\n\x08WatchJob\x12\x1b.irforge.v1.WatchJobRequest\x1a\x14.irforge.v1.JobEvent0\x01\x12\x33\n\x06GetJob\x12\x12.irforge.v1.JobRef\x1a\x15.irforge.v1.JobStatus\x12\x45\n\x08ListJobs\x12\x1b.irforge.v1.ListJobsRequest\x1a\x1c.irforge.v1.ListJobsResponse\x12\x36\n\tCancelJob\x12\x12.irforge.v1.JobRef\x1a\x15.irforge.v1.JobStatus\x12;\n\nGetResults\x12\x12.irforge.v1.JobRef\x1a\x17.irforge.v1.ResultChunk0\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1dirforge/v1/orchestrator.proto\x12\nirforge.v1\x1a\x1cgoogle/protobuf/struct.proto\"\xb8\x02\n\x07JobSpec\x12)\n\x08pipeline\x18\x12 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x0e\n\x06output\x18\r \x01(\t\x12\x0e\n\x06shards\x18\x0e \x01(\x05\x12\x0c\n\x04name\x18\x0f \x01(\t\x12\x32\n\x0cinstructions\x18\x10 \x01(\x0b\x32\x1c.irforge.v1.InstructionsSpec\x12*\n\x08\x64\x61tasets\x18\x11 \x03(\x0b\x32\x18.irforge.v1.SuiteDatasetJ\x04\x08\x01\x10\rR\x07\x64\x61tasetR\x05splitR\tretrieverR\x04\x62m25R\x05\x64\x65nseR\x06\x66usionR\x08\x65ndpointR\x08rerankerR\x08measuresR\x05top_kR\x12keep_identical_idsR\x05holes\"=\n\x0cSuiteDataset\x12\x0f\n\x07\x64\x61taset\x18\x01 \x01(\t\x12\r\n\x05label\x18\x02 \x01(\t\x12\r\n\x05split\x18\x03 \x01(\t\"G\n\x10InstructionsSpec\x12\x0f\n\x07\x65nabled\x18\x01 \x01(\x08J\x04\x08\x02\x10\x03J\x04\x08\x03\x10\x04R\x08templateR\x0crobustness_k\"\x18\n\x06JobRef\x12\x0e\n\x06job_id\x18\x01 \x01(\t\"9\n\x0fWatchJobRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x16\n\x0e\x61\x66ter_sequence\x18\x02 \x01(\x03\"\xb6\x01\n\x08JobEvent\x12\x10\n\x08sequence\x18\x01 \x01(\x03\x12\x0e\n\x06job_id\x18\x02 \x01(\t\x12\x0c\n\x04step\x18\x03 \x01(\t\x12\r\n\x05state\x18\x04 \x01(\t\x12\x0c\n\x04\x64one\x18\x05 \x01(\x03\x12\r\n\x05total\x18\x06 \x01(\x03\x12\x0c\n\x04rate\x18\x07 \x01(\x01\x12\x13\n\x0b\x65ta_seconds\x18\x08 \x01(\x01\x12\x0f\n\x07message\x18\t \x01(\t\x12\x0c\n\x04time\x18\n \x01(\t\x12\x0c\n\x04unit\x18\x0b \x01(\t\"f\n\nStepStatus\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05state\x18\x02 \x01(\t\x12\x12\n\nexecutions\x18\x03 \x01(\x05\x12\x12\n\nstarted_at\x18\x04 \x01(\t\x12\x13\n\x0b\x66inished_at\x18\x05 \x01(\t\"\xb8\x02\n\tJobStatus\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12#\n\x05state\x18\x02 \x01(\x0e\x32\x14.irforge.v1.JobState\x12!\n\x04spec\x18\x03 \x01(\x0b\x32\x13.irforge.v1.JobSpec\x12%\n\x05steps\x18\x04 \x03(\x0b\x32\x16.irforge.v1.StepStatus\x12\r\n\x05\x65rror\x18\x05 \x01(\t\x12\x12\n\ncreated_at\x18\x06 \x01(\t\x12\x12\n\nupdated_at\x18\x07 \x01(\t\x12\x33\n\x07metrics\x18\x08 \x03(\x0b\x32\".irforge.v1.JobStatus.MetricsEntry\x12\x10\n\x08warnings\x18\t \x03(\t\x1a.\n\x0cMetricsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01\" \n\x0fListJobsRequest\x12\r\n\x05limit\x18\x01 \x01(\x05\"7\n\x10ListJobsResponse\x12#\n\x04jobs\x18\x01 \x03(\x0b\x32\x15.irforge.v1.JobStatus\"7\n\x0bResultChunk\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04\x64\x61ta\x18\x02 \x01(\x0c\x12\x0c\n\x04last\x18\x03 \x01(\x08*h\n\x08JobState\x12\x19\n\x15JOB_STATE_UNSPECIFIED\x10\x00\x12\n\n\x06QUEUED\x10\x01\x12\x0b\n\x07RUNNING\x10\x02\x12\r\n\tSUCCEEDED\x10\x03\x12\n\n\x06\x46\x41ILED\x10\x04\x12\r\n\tCANCELLED\x10\x05\x32\xf6\x02\n\x0cOrchestrator\x12\x34\n\tSubmitJob\x12\x13.irforge.v1.JobSpec\x1a\x12.irforge.v1.JobRef\x12?\n\x08WatchJob\x12\x1b.irforge.v1.WatchJobRequest\x1a\x14.irforge.v1.JobEvent0\x01\x12\x33\n\x06GetJob\x12\x12.irforge.v1.JobRef\x1a\x15.irforge.v1.JobStatus\x12\x45\n\x08ListJobs\x12\x1b.irforge.v1.ListJobsRequest\x1a\x1c.irforge.v1.ListJobsResponse\x12\x36\n\tCancelJob\x12\x12.irforge.v1.JobRef\x1a\x15.irforge.v1.JobStatus\x12;\n\nGetResults\x12\x12.irforge.v1.JobRef\x1a\x17.irforge.v1.ResultChunk0\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -33,42 +34,32 @@ if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_JOBSTATUS_METRICSENTRY']._loaded_options = None
   _globals['_JOBSTATUS_METRICSENTRY']._serialized_options = b'8\001'
-  _globals['_JOBSTATE']._serialized_start=2030
-  _globals['_JOBSTATE']._serialized_end=2134
-  _globals['_BM25PARAMETERS']._serialized_start=45
-  _globals['_BM25PARAMETERS']._serialized_end=107
-  _globals['_DENSEPARAMETERS']._serialized_start=110
-  _globals['_DENSEPARAMETERS']._serialized_end=278
-  _globals['_FUSIONPARAMETERS']._serialized_start=280
-  _globals['_FUSIONPARAMETERS']._serialized_end=382
-  _globals['_RERANKERSPEC']._serialized_start=384
-  _globals['_RERANKERSPEC']._serialized_end=461
-  _globals['_HOLEFILLINGSPEC']._serialized_start=463
-  _globals['_HOLEFILLINGSPEC']._serialized_end=510
-  _globals['_JOBSPEC']._serialized_start=513
-  _globals['_JOBSPEC']._serialized_end=1029
-  _globals['_SUITEDATASET']._serialized_start=1031
-  _globals['_SUITEDATASET']._serialized_end=1092
-  _globals['_INSTRUCTIONSSPEC']._serialized_start=1094
-  _globals['_INSTRUCTIONSSPEC']._serialized_end=1191
-  _globals['_JOBREF']._serialized_start=1193
-  _globals['_JOBREF']._serialized_end=1217
-  _globals['_WATCHJOBREQUEST']._serialized_start=1219
-  _globals['_WATCHJOBREQUEST']._serialized_end=1276
-  _globals['_JOBEVENT']._serialized_start=1279
-  _globals['_JOBEVENT']._serialized_end=1461
-  _globals['_STEPSTATUS']._serialized_start=1463
-  _globals['_STEPSTATUS']._serialized_end=1565
-  _globals['_JOBSTATUS']._serialized_start=1568
-  _globals['_JOBSTATUS']._serialized_end=1880
-  _globals['_JOBSTATUS_METRICSENTRY']._serialized_start=1834
-  _globals['_JOBSTATUS_METRICSENTRY']._serialized_end=1880
-  _globals['_LISTJOBSREQUEST']._serialized_start=1882
-  _globals['_LISTJOBSREQUEST']._serialized_end=1914
-  _globals['_LISTJOBSRESPONSE']._serialized_start=1916
-  _globals['_LISTJOBSRESPONSE']._serialized_end=1971
-  _globals['_RESULTCHUNK']._serialized_start=1973
-  _globals['_RESULTCHUNK']._serialized_end=2028
-  _globals['_ORCHESTRATOR']._serialized_start=2137
-  _globals['_ORCHESTRATOR']._serialized_end=2511
+  _globals['_JOBSTATE']._serialized_start=1363
+  _globals['_JOBSTATE']._serialized_end=1467
+  _globals['_JOBSPEC']._serialized_start=76
+  _globals['_JOBSPEC']._serialized_end=388
+  _globals['_SUITEDATASET']._serialized_start=390
+  _globals['_SUITEDATASET']._serialized_end=451
+  _globals['_INSTRUCTIONSSPEC']._serialized_start=453
+  _globals['_INSTRUCTIONSSPEC']._serialized_end=524
+  _globals['_JOBREF']._serialized_start=526
+  _globals['_JOBREF']._serialized_end=550
+  _globals['_WATCHJOBREQUEST']._serialized_start=552
+  _globals['_WATCHJOBREQUEST']._serialized_end=609
+  _globals['_JOBEVENT']._serialized_start=612
+  _globals['_JOBEVENT']._serialized_end=794
+  _globals['_STEPSTATUS']._serialized_start=796
+  _globals['_STEPSTATUS']._serialized_end=898
+  _globals['_JOBSTATUS']._serialized_start=901
+  _globals['_JOBSTATUS']._serialized_end=1213
+  _globals['_JOBSTATUS_METRICSENTRY']._serialized_start=1167
+  _globals['_JOBSTATUS_METRICSENTRY']._serialized_end=1213
+  _globals['_LISTJOBSREQUEST']._serialized_start=1215
+  _globals['_LISTJOBSREQUEST']._serialized_end=1247
+  _globals['_LISTJOBSRESPONSE']._serialized_start=1249
+  _globals['_LISTJOBSRESPONSE']._serialized_end=1304
+  _globals['_RESULTCHUNK']._serialized_start=1306
+  _globals['_RESULTCHUNK']._serialized_end=1361
+  _globals['_ORCHESTRATOR']._serialized_start=1470
+  _globals['_ORCHESTRATOR']._serialized_end=1844
 # @@protoc_insertion_point(module_scope)
