@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from irforge.common.error_status import register_status
+
 
 class EndpointError(RuntimeError):
     """Base class for endpoint problems a user can act on."""
@@ -22,3 +24,12 @@ class EndpointUnavailable(EndpointError):
 
 class RequestBudgetExhausted(EndpointError):
     """The run used up its per-run request budget before finishing."""
+
+
+# How each travels over gRPC (irforge.common.grpc_errors): a team endpoint irforge calls, its
+# answers or its availability, never irforge's own state.
+register_status(EndpointSpecError, "INVALID_ARGUMENT")
+register_status(EndpointAnswerError, "FAILED_PRECONDITION")
+register_status(EndpointUnavailable, "UNAVAILABLE")
+register_status(RequestBudgetExhausted, "RESOURCE_EXHAUSTED")
+register_status(EndpointError, "FAILED_PRECONDITION")

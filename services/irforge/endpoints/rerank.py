@@ -34,6 +34,7 @@ from irforge.endpoints.calling import RETRYABLE_GRPC, RobustCaller
 from irforge.endpoints.errors import EndpointAnswerError, EndpointSpecError
 from irforge.endpoints.spec import EndpointSpec
 from irforge.endpoints.tls import grpc_tls
+from irforge.models import errors as _model_errors  # noqa: F401 - registers ModelNotFound, RerankError... to rebuild them
 from irforge.pipeline.latency import LatencyRecorder
 
 

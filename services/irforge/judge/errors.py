@@ -6,6 +6,8 @@ UNPARSED or FAILED. These types are for input that cannot be judged at all.
 
 from __future__ import annotations
 
+from irforge.common.error_status import register_status
+
 
 class JudgeError(RuntimeError):
     """Base class for judge problems a user can act on."""
@@ -25,3 +27,12 @@ class JudgeStoreError(JudgeError):
 
 class TokenBudgetExhausted(JudgeError):
     """The judge spent its `token_budget` (prompt + completion tokens): further pairs are not sent."""
+
+
+# How each travels over gRPC (irforge.common.grpc_errors): a malformed spec or request, a spent
+# token budget, an unusable store.
+register_status(JudgeSpecError, "INVALID_ARGUMENT")
+register_status(JudgeRequestError, "INVALID_ARGUMENT")
+register_status(TokenBudgetExhausted, "RESOURCE_EXHAUSTED")
+register_status(JudgeStoreError, "FAILED_PRECONDITION")
+register_status(JudgeError, "FAILED_PRECONDITION")
