@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
+from irforge.common.progress import ProgressFactory
 from irforge.corpus.client import RemoteCorpus
 from irforge.corpus.settings import Bm25Settings
 from irforge.corpus.vectors.base import HnswSettings
@@ -18,7 +19,6 @@ from irforge.data import BeirDataset
 from irforge.data.types import Query
 from irforge.orchestrator.errors import JobSpecError
 from irforge.orchestrator.spec import JobSpec
-from irforge.pipeline.progress import ProgressFactory
 from irforge.pipeline.retrievers.hybrid import FusionSettings
 
 
