@@ -101,6 +101,35 @@ def _imported(node: ast.AST, importer: str, is_package: bool, modules: dict[str,
             yield (candidate if candidate in modules else source), node.lineno
 
 
+def loaded_at_import(graph: ImportGraph, module: str) -> set[str]:
+    """The irforge modules importing `module` loads: its module-level imports (those in `if` and
+    `try` blocks included, not those inside functions), transitively, with their packages."""
+    top: dict[str, set[str]] = {}
+
+    def edges_of(name: str) -> set[str]:
+        if name not in top:
+            path = graph.modules[name]
+            found = set()
+            for node in ast.parse(path.read_text(encoding="utf-8")).body:
+                for inner in (ast.walk(node) if isinstance(node, (ast.If, ast.Try)) else [node]):
+                    for target, _ in _imported(inner, name, path.name == "__init__.py", graph.modules):
+                        if target.startswith("irforge."):
+                            found.add(target)
+            top[name] = found
+        return top[name]
+
+    seen: set[str] = set()
+    stack = [module]
+    while stack:
+        parts = stack.pop().split(".")
+        for i in range(2, len(parts) + 1):
+            name = ".".join(parts[:i])
+            if name in graph.modules and name not in seen:
+                seen.add(name)
+                stack.extend(edges_of(name))
+    return seen
+
+
 # -- the rules -------------------------------------------------------------------------------------
 
 def cli_imported_from_below(graph: ImportGraph) -> list[str]:
