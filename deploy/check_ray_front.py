@@ -3,7 +3,7 @@
   1. a Ray head started the way KubeRay starts one (`ray start --head --block`), on loopback;
   2. the encoder application deployed through the Serve application builder the RayService's
      serveConfigV2 names (irforge.models.serve_app:app, with args);
-  3. the Encoder gRPC front (`python -m irforge.models.serve_app front`) connecting as a Ray
+  3. the Encoder gRPC front (`python -m irforge.cli.encoder_front front`) connecting as a Ray
      Client (ray://...), as the chart's models Deployment does;
   4. RemoteEncoder through the front: vectors equal to in-process EncoderCore's, health SERVING.
 
@@ -89,7 +89,7 @@ def main() -> int:
         subprocess.run([sys.executable, "-c", DEPLOY], env=env, check=True, timeout=600)
         print(f"encoder application deployed ({time.monotonic() - started:.0f}s)", flush=True)
         front = subprocess.Popen(
-            [sys.executable, "-m", "irforge.models.serve_app", "front", "--ray-address", f"ray://127.0.0.1:{CLIENT_PORT}",
+            [sys.executable, "-m", "irforge.cli.encoder_front", "front", "--ray-address", f"ray://127.0.0.1:{CLIENT_PORT}",
              "--host", "127.0.0.1", "--port", "0", "--connect-timeout", "300"],
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env, start_new_session=True)
         address = re.search(r"listening on (\S+)", front.stdout.readline()).group(1)

@@ -25,12 +25,12 @@ from pathlib import Path
 import grpc
 
 from irforge.common.grpc_server import ServiceBinding, start_server
+from irforge.common.progress import no_progress
 from irforge.corpus.core import CorpusService
 from irforge.corpus.lexical import make_backend
 from irforge.corpus.settings import Bm25Settings
 from irforge.data import BeirDataset
 from irforge.data.types import Query
-from irforge.pipeline.progress import no_progress
 from irforge.pipeline.retrievers.base import CorpusTracker
 from irforge.pipeline.retrievers.bm25 import Bm25Retriever
 from irforge.v1 import common_pb2, retriever_pb2, retriever_pb2_grpc

@@ -11,7 +11,8 @@ import time
 import httpx
 import pytest
 
-from irforge.endpoints.calling import MAX_RETRY_AFTER_S, RobustCaller, TransientError, classify, parse_retry_after
+from irforge.common.call_failures import MAX_RETRY_AFTER_S, TransientError, classify, parse_retry_after
+from irforge.common.calling import RobustCaller
 from irforge.endpoints.errors import EndpointAnswerError, EndpointError, EndpointUnavailable, RequestBudgetExhausted
 
 

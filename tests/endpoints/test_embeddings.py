@@ -15,17 +15,17 @@ import time
 import numpy as np
 import pytest
 
+from irforge.common import api_keys as keys
 from irforge.corpus.core import CorpusService
 from irforge.corpus.lexical import make_backend
 from irforge.corpus.vectors import make_vector_backend
 from irforge.data import BeirDataset
-from irforge.endpoints import keys
 from irforge.endpoints.embeddings import EndpointEncoder
 from irforge.endpoints.errors import (EndpointAnswerError, EndpointError, EndpointUnavailable,
                                       RequestBudgetExhausted)
+from irforge.common import progress
 from irforge.models.cache import EmbeddingCache
 from irforge.models.encoder import TextRole
-from irforge.pipeline import progress
 from irforge.pipeline.retrievers import dense
 from irforge.pipeline.retrievers.base import CorpusTracker
 

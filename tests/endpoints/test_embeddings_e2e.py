@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 import pytrec_eval
 
+from irforge.common.progress import no_progress
 from irforge.corpus.core import CorpusService
 from irforge.corpus.lexical import make_backend
 from irforge.corpus.vectors import make_vector_backend
@@ -31,7 +32,6 @@ from irforge.evaluator.core import Evaluator
 from irforge.models.cache import EmbeddingCache, text_hash
 from irforge.models.encoder import TextRole
 from irforge.pipeline.eval_job import EvalJob, EvalJobSpec
-from irforge.pipeline.progress import no_progress
 from irforge.pipeline.retrievers.dense import ENCODE_CHUNK, DenseRetriever
 
 pytestmark = pytest.mark.slow

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from irforge.common.progress import no_progress
 from irforge.corpus.core import CorpusService
 from irforge.corpus.lexical import make_backend
 from irforge.corpus.settings import Bm25Settings
@@ -26,7 +27,6 @@ from irforge.endpoints.spec import EndpointSpec
 from irforge.evaluator.core import Evaluator
 from irforge.models.cache import EmbeddingCache
 from irforge.pipeline.eval_job import EvalJob, EvalJobSpec
-from irforge.pipeline.progress import no_progress
 from irforge.pipeline.retrievers.bm25 import Bm25Retriever
 from irforge.pipeline.retrievers.dense import DenseRetriever
 from irforge.pipeline.retrievers.hybrid import FusionSettings, HybridRetriever

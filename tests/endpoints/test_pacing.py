@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from irforge.endpoints.pacing import CEILING_S, Pace
+from irforge.common.pacing import CEILING_S, Pace
 
 
 class Clock:

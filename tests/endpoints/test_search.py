@@ -11,6 +11,7 @@ import time
 
 import pytest
 
+from irforge.common.progress import no_progress
 from irforge.corpus.core import CorpusService
 from irforge.corpus.lexical import make_backend
 from irforge.corpus.settings import Bm25Settings
@@ -20,7 +21,6 @@ from irforge.endpoints.search import PROBE_QUERY_ID, GrpcSearchRetriever, HttpSe
 from irforge.endpoints.spec import EndpointSpec
 from irforge.evaluator.core import Evaluator
 from irforge.pipeline.eval_job import EvalJob, EvalJobSpec
-from irforge.pipeline.progress import no_progress
 from irforge.pipeline.retrievers.base import CorpusTracker
 from irforge.pipeline.retrievers.bm25 import Bm25Retriever
 

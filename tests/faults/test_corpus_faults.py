@@ -117,7 +117,7 @@ def test_a_client_whose_documents_fail_mid_stream_never_commits(served, scifact_
 def test_a_reused_index_must_prove_it_is_complete(tmp_path, beir_dir):
     """A READY index holding part of the corpus (committed by an older irforge from a cut stream)
     is re-indexed, not reused: `index reused` is said only of a complete index."""
-    from irforge.pipeline.progress import no_progress
+    from irforge.common.progress import no_progress
     from irforge.pipeline.retrievers.base import CorpusTracker
     from irforge.pipeline.retrievers.bm25 import Bm25Retriever, corpus_id_for
 
@@ -361,9 +361,9 @@ def test_one_bad_metadata_json_is_that_documents_error_and_the_rest_commits(serv
 
 
 def test_an_all_empty_corpus_evaluates_without_numpy_warnings(tmp_path):
+    from irforge.common.progress import no_progress
     from irforge.evaluator.core import Evaluator
     from irforge.pipeline.eval_job import EvalJob, EvalJobSpec
-    from irforge.pipeline.progress import no_progress
     from irforge.pipeline.retrievers.bm25 import Bm25Retriever
 
     root = tmp_path / "empty"

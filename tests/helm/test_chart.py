@@ -249,8 +249,8 @@ def test_checks_hold(rendered):
 def test_containers_run_commands_irforge_accepts(rendered):
     """Every Deployment's command line parses with the real `irforge` parser (or the encoder
     front's), and readiness asks for the gRPC service that role really serves."""
+    from irforge.cli.encoder_front import parse_front_args
     from irforge.cli.main import build_parser
-    from irforge.models.serve_app import parse_front_args
     from irforge.v1 import corpus_pb2, evaluator_pb2, judge_pb2, models_pb2, orchestrator_pb2
 
     served = {"corpus": corpus_pb2.DESCRIPTOR.services_by_name["Corpus"], "evaluator": evaluator_pb2.DESCRIPTOR.services_by_name["Evaluator"],
@@ -260,7 +260,7 @@ def test_containers_run_commands_irforge_accepts(rendered):
     for deployment in of_kind(docs, "Deployment"):
         component = deployment["metadata"]["labels"][COMPONENT_LABEL]
         (container,) = deployment["spec"]["template"]["spec"]["containers"]
-        if container.get("command") == ["python", "-m", "irforge.models.serve_app"]:
+        if container.get("command") == ["python", "-m", "irforge.cli.encoder_front"]:
             args = parse_front_args(container["args"])
             assert args.ray_address.startswith("ray://") and args.ray_address.endswith("-head-svc:10001")
         else:

@@ -1,13 +1,14 @@
 """irforge.models.serve_app: the Serve application builder a RayService names in serveConfigV2,
-and the flags of the Encoder front the chart runs beside it. Builds applications without starting
+and the flags of the Encoder front the chart runs beside it (irforge.cli.encoder_front). Builds applications without starting
 Ray (binding a deployment is pure configuration)."""
 
 from __future__ import annotations
 
 import pytest
 
+from irforge.cli.encoder_front import parse_front_args
 from irforge.models.serve import DEPLOYMENT_NAME
-from irforge.models.serve_app import app, parse_front_args
+from irforge.models.serve_app import app
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 

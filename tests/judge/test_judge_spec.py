@@ -104,7 +104,7 @@ def test_missing_file_and_bad_yaml(tmp_path):
 def test_the_key_comes_from_the_environment_only(tmp_path, monkeypatch):
     spec = JudgeSpec.from_file(write(tmp_path, MINIMAL))
     monkeypatch.delenv("SOME_KEY", raising=False)
-    assert spec.api_key() is None  # optional: unset means no key is sent (said once, irforge.endpoints.keys)
+    assert spec.api_key() is None  # optional: unset means no key is sent (said once, irforge.common.api_keys)
     monkeypatch.setenv("SOME_KEY", "sk-secret-value")
     assert spec.api_key() == "sk-secret-value"
     assert "sk-secret-value" not in repr(spec) and "sk-secret-value" not in str(spec.public())

@@ -274,7 +274,7 @@ def test_a_key_echoed_in_an_answer_is_redacted(make_judge, scripted_chat, scifac
 
 def test_an_unset_key_variable_sends_no_key_as_endpoints_do(make_judge, scripted_chat, scifact_pairs, monkeypatch,
                                                             caplog):
-    from irforge.endpoints import keys
+    from irforge.common import api_keys as keys
 
     monkeypatch.delenv("IRFORGE_TEST_JUDGE_KEY")
     monkeypatch.setattr(keys, "_told", set())

@@ -545,11 +545,11 @@ def test_bm25_ranks_within_the_thresholds_are_exact_however_shallow_the_search(s
     """A 160-deep BM25 search misses some candidates: they score 0 below the returned ones, and a
     query with fewer than `needed` candidates returned is searched again over the whole corpus, so
     the top `needed` ranks equal those of scoring every document."""
+    from irforge.common.progress import no_progress
     from irforge.corpus.core import CorpusService
     from irforge.corpus.lexical import make_backend
     from irforge.data import BeirDataset
     from irforge.judge.qc.rerankers import Bm25Scorer
-    from irforge.pipeline.progress import no_progress
     from irforge.pipeline.retrievers import CorpusTracker
 
     dataset = BeirDataset.open(scifact_subset)

@@ -16,7 +16,7 @@ from irforge.config.options import leaves
 from irforge.orchestrator.context import ServiceAddresses, StepContext
 from irforge.orchestrator.errors import JobSpecError
 from irforge.orchestrator.spec import JOB_REFUSED, SERVICES_REASON, JobSpec, SuiteMember
-from irforge.pipeline.progress import tqdm_progress
+from irforge.common.progress import tqdm_progress
 
 # The options a job refuses, documented (docs/orchestrator.md): the services' configuration.
 DOCUMENTED_REFUSED = {

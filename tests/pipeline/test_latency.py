@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 
 from irforge.results.render import text as results_text
+from irforge.common.progress import no_progress
 from irforge.corpus.core import SEARCH_CHUNK, CorpusService
 from irforge.corpus.lexical import make_backend
 from irforge.corpus.settings import Bm25Settings
 from irforge.evaluator.core import Evaluator
 from irforge.pipeline.eval_job import EvalJob, EvalJobSpec
 from irforge.pipeline.latency import LatencyRecorder, latency_lines, merged_latency, summarise
-from irforge.pipeline.progress import no_progress
 from irforge.pipeline.retrievers.bm25 import Bm25Retriever
 
 SAMPLES_S = [0.012, 0.003, 0.250, 0.007, 0.041, 0.009, 0.110, 0.002, 0.018, 0.075, 0.033]

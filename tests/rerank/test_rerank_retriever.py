@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from irforge.common.progress import no_progress
 from irforge.corpus.core import CorpusService
 from irforge.corpus.lexical import make_backend
 from irforge.corpus.settings import Bm25Settings
 from irforge.data import BeirDataset
-from irforge.pipeline.progress import no_progress
 from irforge.pipeline.retrievers.base import CorpusTracker
 from irforge.pipeline.retrievers.bm25 import Bm25Retriever
 from irforge.pipeline.retrievers.rerank import RerankingRetriever

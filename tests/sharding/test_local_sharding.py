@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from irforge.common.progress import no_progress
 from irforge.corpus.core import CorpusService
 from irforge.corpus.lexical import make_backend
 from irforge.corpus.vectors import make_vector_backend
@@ -28,7 +29,6 @@ from irforge.data import BeirDataset
 from irforge.models.cache import EmbeddingCache, text_hash
 from irforge.models.cached_encoding import encode_with_cache
 from irforge.models.encoder import EncoderCore, EncoderSpec, TextRole
-from irforge.pipeline.progress import no_progress
 from irforge.pipeline.retrievers.base import CorpusTracker
 from irforge.pipeline.retrievers.dense import DenseRetriever
 from irforge.sharding import (

@@ -42,7 +42,7 @@ rollingUpdate:
 {{- $v := .root.Values }}
 {{- $spec := index $v .component }}
 {{- if and (eq .component "models") (eq $v.models.mode "rayservice") }}
-command: ["python", "-m", "irforge.models.serve_app"]
+command: ["python", "-m", "irforge.cli.encoder_front"]
 args:
   - front
   - --ray-address

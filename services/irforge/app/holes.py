@@ -12,7 +12,7 @@ from irforge.common.output_set import OutputSet, check_output_folder, check_outs
 from irforge.data import read_trec_run
 from irforge.evaluator.measures import DEFAULT_MEASURES
 from irforge.judge.base import DEFAULT_RELEVANT_FROM
-from irforge.pipeline.progress import tqdm_progress
+from irforge.common.progress import tqdm_progress
 
 EXIT_NOT_ALL_JUDGED = 1   # the report is written, but the judge failed on some pairs (re-run to retry them)
 

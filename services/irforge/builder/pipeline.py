@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from irforge.pipeline.progress import ProgressFactory, tqdm_progress
+from irforge.common.progress import ProgressFactory, tqdm_progress
 from irforge.config import ConfigError, PipelineConfig
 from irforge.config.pipeline import DEFAULT_MODEL
 

@@ -8,12 +8,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from irforge.common.checks import check_at_least, check_range
+from irforge.common.progress import tqdm_progress
 from irforge.corpus.settings import B_RANGE, K1_RANGE, Bm25Settings
 from irforge.corpus.vectors import SPARSE_ONLY
 from irforge.corpus.vectors.base import HNSW_MINIMUMS, HnswSettings
 from irforge.fusion import FUSION_METHODS
 from irforge.models.encoder import EncoderSpec
-from irforge.pipeline.progress import tqdm_progress
 from irforge.pipeline.retrievers.hybrid import RRF_K_RANGE, FusionSettings, weights_problem
 
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"

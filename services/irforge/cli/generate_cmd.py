@@ -159,9 +159,9 @@ def generate(args: argparse.Namespace, spec, recipe) -> dict:
         write_instruction_sets,
         write_provenance,
     )
+    from irforge.common.progress import tqdm_progress
     from irforge.generation.qc_step import run_quality_control
     from irforge.judge.qc.writer import write_json
-    from irforge.pipeline.progress import tqdm_progress
 
     started = datetime.now(UTC)
     cache = GenerationCache(args.cache)

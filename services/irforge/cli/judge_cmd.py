@@ -13,9 +13,9 @@ from pathlib import Path
 
 from irforge.app.holes import EXIT_NOT_ALL_JUDGED
 from irforge.common.files import write_json_atomic
+from irforge.common.progress import tqdm_progress
 from irforge.evaluator.measures import DEFAULT_MEASURES
 from irforge.judge.base import DEFAULT_RELEVANT_FROM
-from irforge.pipeline.progress import tqdm_progress
 
 
 def add_judge_arguments(parser: argparse.ArgumentParser, *, depth_flag: str = "--depth") -> None:

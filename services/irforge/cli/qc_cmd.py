@@ -52,6 +52,7 @@ def add_parser(subparsers) -> None:
 
 def build_job(args: argparse.Namespace, stack: ExitStack):
     """The QcJob the flags ask for; raises ValueError for a bad flag before any work."""
+    from irforge.common.progress import tqdm_progress
     from irforge.corpus.core import CorpusService
     from irforge.corpus.lexical import make_backend
     from irforge.judge.factory import open_judge
@@ -59,7 +60,6 @@ def build_job(args: argparse.Namespace, stack: ExitStack):
     from irforge.judge.qc.rerankers import ScorerFactory, parse_reranker_spec
     from irforge.judge.qc.writer import check_out_dir
     from irforge.models.cache import EmbeddingCache, default_cache_path
-    from irforge.pipeline.progress import tqdm_progress
     from irforge.pipeline.retrievers.dense import DenseRetriever
 
     check_out_dir(args.dataset, args.out)  # before any model loads: refusing costs nothing

@@ -11,12 +11,12 @@ from contextlib import ExitStack
 from pathlib import Path
 
 from irforge.cli import build
+from irforge.cli.service_flags import add_observability_arguments, add_orchestrator_arguments, orchestrator_settings
 from irforge.common.grpc_server import PortUnavailable, start_server
+from irforge.common.observability import start_observability
 from irforge.common.tls import SERVER_VARIABLES, ServerTls
-from irforge.common.observability import add_observability_arguments, start_observability
 from irforge.corpus.lexical import BACKENDS
 from irforge.corpus.server import DEFAULT_INGEST_IDLE_TIMEOUT_S, DEFAULT_MAX_INGEST_STREAMS
-from irforge.orchestrator.config import add_orchestrator_arguments
 from irforge.orchestrator.store import StoreInUse
 
 SERVICES = ("corpus", "evaluator", "models", "judge", "orchestrator", "all")
@@ -103,9 +103,9 @@ def build_bindings(args: argparse.Namespace, stack: ExitStack) -> list:
         bindings.append(judge_server.binding(stack.enter_context(open_judge(args.judge, args.store))))
     if args.name == "orchestrator":
         from irforge.orchestrator import server as orchestrator_server
-        from irforge.orchestrator.config import orchestrator_from_args
+        from irforge.orchestrator.config import start_orchestrator
 
-        bindings.append(orchestrator_server.binding(orchestrator_from_args(args, stack)))
+        bindings.append(orchestrator_server.binding(start_orchestrator(orchestrator_settings(args), stack)))
     return bindings
 
 

@@ -10,9 +10,9 @@ import sys
 from pathlib import Path
 
 from irforge.cli import build
+from irforge.common.progress import tqdm_progress
 from irforge.data.errors import DataFormatError
 from irforge.models.errors import ModelError
-from irforge.pipeline.progress import tqdm_progress
 
 INDEX_VARIABLE = "JOB_COMPLETION_INDEX"  # set by Kubernetes in every pod of an Indexed Job
 SPARSE_HELP = "--model is a sentence-transformers SparseEncoder (SPLADE): sparse vectors, for --retriever sparse"

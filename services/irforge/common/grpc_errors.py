@@ -1,5 +1,8 @@
-"""One mapping between irforge's error types and gRPC status codes, used by servers and clients,
-so a remote call raises the same exception type, with the same message, as an in-process one."""
+"""The one mechanism between irforge's error types and gRPC status codes, used by servers and clients,
+so a remote call raises the same exception type, with the same message, as an in-process one.
+
+Which status each type travels as is declared by its own room, beside the type, with
+`irforge.common.error_status.register_status` (corpus/errors.py, judge/errors.py, ...)."""
 
 from __future__ import annotations
 
@@ -7,50 +10,8 @@ import functools
 
 import grpc
 
+from irforge.common.error_status import registered_type, status_name
 from irforge.common.redact import redact_text
-from irforge.corpus.errors import (BackendUnavailable, CorpusBusy, CorpusConflict, CorpusError, CorpusNotFound,
-                                   CorpusNotReady, IngestAborted, IngestStreamsExhausted)
-from irforge.corpus.vectors.base import DimensionMismatch
-from irforge.data.errors import DataFormatError
-from irforge.endpoints.errors import (EndpointAnswerError, EndpointError, EndpointSpecError, EndpointUnavailable,
-                                      RequestBudgetExhausted)
-from irforge.evaluator.core import EvaluationError
-from irforge.evaluator.measures import MeasureError
-from irforge.judge.errors import JudgeError, JudgeRequestError, JudgeSpecError, JudgeStoreError, TokenBudgetExhausted
-from irforge.models.errors import EncodingError, ModelNotFound, RerankError, RerankerUnavailable
-
-# Most specific first. Clients turn a code back into the first type listed for it.
-_ERRORS: list[tuple[type[Exception], grpc.StatusCode]] = [
-    (DimensionMismatch, grpc.StatusCode.INVALID_ARGUMENT),
-    (CorpusNotFound, grpc.StatusCode.NOT_FOUND),
-    (ModelNotFound, grpc.StatusCode.NOT_FOUND),
-    (EncodingError, grpc.StatusCode.INTERNAL),
-    (RerankError, grpc.StatusCode.INTERNAL),
-    (RerankerUnavailable, grpc.StatusCode.UNAVAILABLE),
-    (CorpusNotReady, grpc.StatusCode.FAILED_PRECONDITION),
-    (CorpusBusy, grpc.StatusCode.FAILED_PRECONDITION),
-    (IngestAborted, grpc.StatusCode.ABORTED),
-    (IngestStreamsExhausted, grpc.StatusCode.RESOURCE_EXHAUSTED),
-    (CorpusConflict, grpc.StatusCode.ALREADY_EXISTS),
-    (BackendUnavailable, grpc.StatusCode.UNAVAILABLE),
-    (MeasureError, grpc.StatusCode.INVALID_ARGUMENT),
-    (EvaluationError, grpc.StatusCode.INVALID_ARGUMENT),
-    (DataFormatError, grpc.StatusCode.INVALID_ARGUMENT),
-    (CorpusError, grpc.StatusCode.FAILED_PRECONDITION),
-    # A team endpoint irforge calls: its answers or its availability, never irforge's own state.
-    (EndpointSpecError, grpc.StatusCode.INVALID_ARGUMENT),
-    (EndpointAnswerError, grpc.StatusCode.FAILED_PRECONDITION),
-    (EndpointUnavailable, grpc.StatusCode.UNAVAILABLE),
-    (RequestBudgetExhausted, grpc.StatusCode.RESOURCE_EXHAUSTED),
-    (EndpointError, grpc.StatusCode.FAILED_PRECONDITION),
-    # The judge: a malformed spec or request, a spent token budget, an unusable store.
-    (JudgeSpecError, grpc.StatusCode.INVALID_ARGUMENT),
-    (JudgeRequestError, grpc.StatusCode.INVALID_ARGUMENT),
-    (TokenBudgetExhausted, grpc.StatusCode.RESOURCE_EXHAUSTED),
-    (JudgeStoreError, grpc.StatusCode.FAILED_PRECONDITION),
-    (JudgeError, grpc.StatusCode.FAILED_PRECONDITION),
-    (ValueError, grpc.StatusCode.INVALID_ARGUMENT),
-]
 
 
 class RemoteError(RuntimeError):
@@ -62,10 +23,9 @@ class ServiceUnavailable(ConnectionError):
 
 
 def status_for(error: Exception) -> grpc.StatusCode:
-    for error_type, code in _ERRORS:
-        if isinstance(error, error_type):
-            return code
-    return grpc.StatusCode.INTERNAL
+    """The status of the most specific registered type the error is an instance of; INTERNAL if none."""
+    name = status_name(error)
+    return grpc.StatusCode[name] if name else grpc.StatusCode.INTERNAL
 
 
 def grpc_method(method):
@@ -88,9 +48,9 @@ def raise_from_rpc(error: grpc.RpcError, address: str) -> None:
     """Re-raise an RpcError as the irforge error the server raised."""
     code, details = error.code(), error.details() or ""
     type_name, _, message = details.partition(": ")
-    for error_type, _ in _ERRORS:
-        if error_type.__name__ == type_name:
-            raise _rebuild(error_type, message) from None
+    error_type = registered_type(type_name)
+    if error_type is not None:
+        raise _rebuild(error_type, message) from None
     if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
         raise ServiceUnavailable(
             f"no irforge server answering at {address} ({code.name}: {details}); "

@@ -1,25 +1,16 @@
 """What a service process sets up to be observable: its log format and its /metrics endpoint.
-`irforge service` (and anything else that runs a service process) calls these two functions."""
+`irforge service` (and anything else that runs a service process) calls start_observability;
+its flags (--metrics-port, --log-format) are in irforge.cli.service_flags."""
 
 from __future__ import annotations
 
-import argparse
 import logging
 from contextlib import ExitStack
 
-from irforge.common.logs import LOG_FORMATS, configure_logging
+from irforge.common.logs import configure_logging
 from irforge.common.metrics import start_metrics_server
 
 log = logging.getLogger("irforge.service")
-
-
-def add_observability_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--metrics-port", type=int, default=0,
-                        help="serve Prometheus metrics at http://HOST:PORT/metrics on the service's --host "
-                        "(default 0: off; the chart uses 9100)")
-    parser.add_argument("--log-format", choices=LOG_FORMATS,
-                        help="json: one JSON object per line (time, level, logger, message, service, request_id, "
-                        "job_id); text: for people. Default: text on a terminal, json otherwise")
 
 
 def start_observability(service: str, host: str, metrics_port: int, log_format: str | None,

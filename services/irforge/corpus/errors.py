@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from irforge.common.error_status import register_status
+
 
 class CorpusError(RuntimeError):
     """Base class for corpus errors a user can act on."""
@@ -44,3 +46,14 @@ class IngestAborted(CorpusError):
 
 class IngestStreamsExhausted(CorpusError):
     """The server has as many Ingest streams open as it allows; retry later."""
+
+
+# How each travels over gRPC (irforge.common.grpc_errors).
+register_status(CorpusNotFound, "NOT_FOUND")
+register_status(CorpusNotReady, "FAILED_PRECONDITION")
+register_status(CorpusBusy, "FAILED_PRECONDITION")
+register_status(IngestAborted, "ABORTED")
+register_status(IngestStreamsExhausted, "RESOURCE_EXHAUSTED")
+register_status(CorpusConflict, "ALREADY_EXISTS")
+register_status(BackendUnavailable, "UNAVAILABLE")
+register_status(CorpusError, "FAILED_PRECONDITION")

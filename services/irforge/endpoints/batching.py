@@ -24,7 +24,7 @@ from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import TypeVar
 
-from irforge.endpoints.calling import RobustCaller, TimedOut
+from irforge.common.calling import RobustCaller, TimedOut
 
 R = TypeVar("R")
 

@@ -27,10 +27,10 @@ import time
 
 import numpy as np
 
+from irforge.common.api_keys import openai_auth_headers
+from irforge.common.calling import RobustCaller
 from irforge.endpoints.batching import map_batches
-from irforge.endpoints.calling import RobustCaller
 from irforge.endpoints.errors import EndpointAnswerError, EndpointSpecError
-from irforge.endpoints.keys import openai_auth_headers
 from irforge.endpoints.spec import EndpointSpec
 from irforge.models.encoder import TextRole
 from irforge.pipeline.latency import LatencyRecorder

@@ -1,10 +1,15 @@
-"""Endpoint errors: each names the endpoint (never its key) and, where there is one, the request."""
+"""Endpoint errors: each names the endpoint (never its key) and, where there is one, the request.
+
+EndpointError, EndpointUnavailable and RequestBudgetExhausted are raised by the robust caller every
+endpoint call goes through, so they live below every room, in irforge.common.call_errors; this
+room's own errors (the spec, the answers) subclass them."""
 
 from __future__ import annotations
 
+from irforge.common.call_errors import EndpointError, EndpointUnavailable, RequestBudgetExhausted
+from irforge.common.error_status import register_status
 
-class EndpointError(RuntimeError):
-    """Base class for endpoint problems a user can act on."""
+__all__ = ["EndpointAnswerError", "EndpointError", "EndpointSpecError", "EndpointUnavailable", "RequestBudgetExhausted"]
 
 
 class EndpointSpecError(EndpointError, ValueError):
@@ -16,9 +21,8 @@ class EndpointAnswerError(EndpointError):
     ids, non-numeric scores. Never silently scored as zero."""
 
 
-class EndpointUnavailable(EndpointError):
-    """The circuit breaker opened: the endpoint kept failing (down, or refusing every request)."""
-
-
-class RequestBudgetExhausted(EndpointError):
-    """The run used up its per-run request budget before finishing."""
+# How each travels over gRPC (irforge.common.grpc_errors): a team endpoint irforge calls, its
+# answers or its availability, never irforge's own state.
+register_status(EndpointSpecError, "INVALID_ARGUMENT")
+register_status(EndpointAnswerError, "FAILED_PRECONDITION")
+# (EndpointUnavailable, RequestBudgetExhausted and EndpointError: in irforge.common.call_errors.)

@@ -14,7 +14,7 @@ up to `max_concurrency` requests in flight. top_n always asks for every document
 is checked before use: indices in range and unique, every document scored, scores finite numbers;
 anything else is an EndpointAnswerError naming the endpoint and the request, never a silent zero.
 
-Calls go through irforge.endpoints.calling.RobustCaller, like every endpoint kind: retries of
+Calls go through irforge.common.calling.RobustCaller, like every endpoint kind: retries of
 429 / 5xx / timeouts (gRPC: UNAVAILABLE, RESOURCE_EXHAUSTED, ...) with backoff honouring
 Retry-After, the per-run request budget, the circuit breaker, and keys redacted from messages.
 An irforge Reranker server's typed errors (ModelNotFound, ...) come back as themselves.
@@ -28,12 +28,14 @@ import time
 import grpc
 import numpy as np
 
+from irforge.common.call_failures import RETRYABLE_GRPC
+from irforge.common.calling import RobustCaller
 from irforge.common.grpc_errors import RemoteError, raise_from_rpc
 from irforge.common.grpc_server import open_channel
-from irforge.endpoints.calling import RETRYABLE_GRPC, RobustCaller
 from irforge.endpoints.errors import EndpointAnswerError, EndpointSpecError
 from irforge.endpoints.spec import EndpointSpec
 from irforge.endpoints.tls import grpc_tls
+from irforge.models import errors as _model_errors  # noqa: F401 - registers ModelNotFound, RerankError... to rebuild them
 from irforge.pipeline.latency import LatencyRecorder
 
 

@@ -23,13 +23,13 @@ import math
 import time
 from collections.abc import Iterable
 
+from irforge.common.calling import RobustCaller
+from irforge.common.progress import ProgressFactory, no_progress
 from irforge.data import BeirDataset
 from irforge.data.types import Query, Run
-from irforge.endpoints.calling import RobustCaller
 from irforge.endpoints.errors import EndpointAnswerError, EndpointSpecError
 from irforge.endpoints.spec import EndpointSpec
 from irforge.pipeline.latency import PER_REQUEST, LatencyRecorder, batch_basis
-from irforge.pipeline.progress import ProgressFactory, no_progress
 from irforge.pipeline.retrievers.base import CorpusTracker, count_lines
 from irforge.ranking import Ranking, ranked
 

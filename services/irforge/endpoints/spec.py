@@ -28,10 +28,10 @@ from urllib.parse import urlsplit
 import yaml
 
 from irforge.common.allowed_roots import checked
+from irforge.common.api_keys import key_from_environment
 from irforge.common.redact import host_of, redact_url
 from irforge.common.tls import spec_file
 from irforge.endpoints.errors import EndpointSpecError
-from irforge.endpoints.keys import key_from_environment
 
 KINDS = ("openai-embeddings", "search-http", "search-grpc", "rerank-http", "rerank-grpc")
 

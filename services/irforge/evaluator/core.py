@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field
 
+from irforge.common.error_status import register_status
 from irforge.common.versions import package_versions
 from irforge.data.types import Qrels, Run
 from irforge.evaluator.depth import top_ranking
@@ -15,6 +16,9 @@ from irforge.ranking import Ranking
 
 class EvaluationError(ValueError):
     """The qrels and run cannot be evaluated together (e.g. no query in common)."""
+
+
+register_status(EvaluationError, "INVALID_ARGUMENT")  # how it travels over gRPC (irforge.common.grpc_errors)
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import pytrec_eval
 
+from irforge.common.error_status import register_status
+
 DEFAULT_MEASURES = ("nDCG@10", "R@100", "AP@100", "RR@10", "P@10", "Judged@10")
 
 # trec_eval's measure set when no -m is given (trec_eval's "official" measures).
@@ -38,6 +40,9 @@ CUTOFF_PARAMETERS = frozenset({"P", "recall", "ndcg_cut", "map_cut", "success", 
 
 class MeasureError(ValueError):
     """A measure name that cannot be parsed or is not supported."""
+
+
+register_status(MeasureError, "INVALID_ARGUMENT")  # how it travels over gRPC (irforge.common.grpc_errors)
 
 
 @dataclass(frozen=True)

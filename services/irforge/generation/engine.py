@@ -32,12 +32,12 @@ from dataclasses import dataclass, field
 import jsonschema
 import openai
 
-from irforge.endpoints.errors import EndpointError, EndpointUnavailable, RequestBudgetExhausted
+from irforge.common.call_errors import EndpointError, EndpointUnavailable, RequestBudgetExhausted
+from irforge.common.progress import ProgressFactory, no_progress
 from irforge.generation.cache import GenerationCache, call_key
 from irforge.generation.templates import PromptTemplate
-from irforge.judge.errors import JudgeError, TokenBudgetExhausted
+from irforge.judge.errors import CHAT_ERRORS, JudgeError, TokenBudgetExhausted
 from irforge.llm.chat import ChatEndpoint, Tally
-from irforge.pipeline.progress import ProgressFactory, no_progress
 
 REASK = ("That answer is not valid: {problem}. Reply again with only one JSON object that matches the "
          "requested schema, and nothing else.")
@@ -115,7 +115,8 @@ class Engine:
         self.max_requests = max_requests
         self.cache = cache
         self.progress = progress
-        self.chat = ChatEndpoint(spec, budget_note="every answer so far is kept in the generation cache")
+        self.chat = ChatEndpoint(spec, budget_note="every answer so far is kept in the generation cache",
+                                 errors=CHAT_ERRORS)
         self.counts: dict[str, StageCounts] = {}
         self.templates: dict[str, dict] = {}   # stage -> the template's hash and source, for the manifest
         self.records: list[dict] = []

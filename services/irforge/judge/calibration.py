@@ -203,10 +203,10 @@ def split_by_query(pairs: Sequence[LabelledPair], seed: int, held_out_share: flo
 
 def bm25_run(dataset, queries: list, depth: int, index_dir=None) -> dict[str, dict[str, float]]:
     """BM25 (the embedded default settings) top-`depth` per query; the index is reused when it exists."""
+    from irforge.common.progress import tqdm_progress
     from irforge.corpus.core import CorpusService
     from irforge.corpus.lexical import make_backend
     from irforge.corpus.settings import Bm25Settings
-    from irforge.pipeline.progress import tqdm_progress
     from irforge.pipeline.retrievers import CorpusTracker
     from irforge.pipeline.retrievers.bm25 import Bm25Retriever
 

@@ -35,6 +35,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from irforge.common.files import atomic_write, write_json_atomic
+from irforge.common.progress import ProgressFactory, no_progress
 from irforge.common.versions import package_versions
 from irforge.data import BeirDataset
 from irforge.data.types import Qrels, Run
@@ -42,7 +43,6 @@ from irforge.evaluator.core import EvaluationOptions, Evaluator, drop_identical_
 from irforge.evaluator.measures import DEFAULT_MEASURES, parse_measures
 from irforge.judge.base import DEFAULT_RELEVANT_FROM, Judgement, JudgePair
 from irforge.judge.errors import JudgeError
-from irforge.pipeline.progress import ProgressFactory, no_progress
 from irforge.ranking import ranked, top_k
 
 JUDGED_QRELS = "qrels.judged.tsv"

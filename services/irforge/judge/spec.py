@@ -38,9 +38,9 @@ from urllib.parse import urlsplit
 import yaml
 
 from irforge.common.allowed_roots import checked
+from irforge.common.api_keys import key_from_environment
 from irforge.common.redact import host_of, redact_url
 from irforge.common.tls import spec_file
-from irforge.endpoints.keys import key_from_environment
 from irforge.judge.errors import JudgeSpecError
 from irforge.judge.template import Template, load_template
 
@@ -155,7 +155,7 @@ class JudgeSpec:
 
     def api_key(self) -> str | None:
         """The key from the environment; None (send no key, said once) when the variable is unset,
-        as for endpoint specs (irforge.endpoints.keys)."""
+        as for endpoint specs (irforge.common.api_keys)."""
         return key_from_environment(self.api_key_env, self.source or "judge spec")
 
     def tls_file(self, name: str) -> Path | None:

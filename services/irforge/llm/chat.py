@@ -29,11 +29,11 @@ from dataclasses import dataclass
 
 import openai
 
-from irforge.endpoints.calling import CallCounters, RobustCaller
-from irforge.endpoints.errors import EndpointError, RequestBudgetExhausted
-from irforge.endpoints.keys import no_key_hint, openai_auth_headers
+from irforge.common.api_keys import no_key_hint, openai_auth_headers
+from irforge.common.call_errors import EndpointError, RequestBudgetExhausted
+from irforge.common.calling import CallCounters, RobustCaller
 from irforge.endpoints.tls import openai_http_client
-from irforge.judge.errors import JudgeSpecError, TokenBudgetExhausted
+from irforge.llm.errors import ChatErrors
 
 log = logging.getLogger(__name__)
 
@@ -58,15 +58,17 @@ class Reply:
 class ChatEndpoint:
     def __init__(self, spec, *, budget_note: str = "what was already done is kept",
                  on_request: Callable[[], None] | None = None,
-                 on_usage: Callable[[int, int, float], None] | None = None):
+                 on_usage: Callable[[int, int, float], None] | None = None,
+                 errors: ChatErrors = ChatErrors()):
         self.spec = spec
+        self.errors = errors                # the types raised for a bad spec and a spent token budget
         self.budget_note = budget_note      # how a budget message tells the user nothing is lost
         self._on_request = on_request       # metrics hooks (the judge's Prometheus counters)
         self._on_usage = on_usage
         self.key = spec.api_key()
         self._auth = openai_auth_headers(self.key)
         self._client = openai.OpenAI(base_url=spec.url, api_key=self.key or "none", max_retries=0,
-                                     timeout=spec.timeout_s, http_client=openai_http_client(spec, JudgeSpecError))
+                                     timeout=spec.timeout_s, http_client=openai_http_client(spec, errors.spec_error))
         self._lock = threading.Lock()
         self._slots = threading.BoundedSemaphore(spec.max_concurrency)
         self.requests = 0                   # sent in this endpoint's lifetime (the request budget counts these)
@@ -103,7 +105,7 @@ class ChatEndpoint:
 
     # -- budgets ------------------------------------------------------------------------------
     def check(self, what: str) -> None:
-        """Raise (RequestBudgetExhausted, TokenBudgetExhausted, EndpointError) if nothing may be sent."""
+        """Raise (RequestBudgetExhausted, errors.token_budget, EndpointError) if nothing may be sent."""
         with self._lock:
             self._check_locked(what)
 
@@ -116,7 +118,7 @@ class ChatEndpoint:
                 f"not sent: the request budget of {spec.request_budget} requests is used up before {what}; "
                 f"raise `request_budget` in {where} to go on ({self.budget_note})")
         if spec.token_budget is not None and self.tokens >= spec.token_budget:
-            raise TokenBudgetExhausted(
+            raise self.errors.token_budget(
                 f"not sent: the token budget of {spec.token_budget} tokens is used up ({self.tokens} spent) "
                 f"before {what}; raise `token_budget` in {where} to go on ({self.budget_note})")
 

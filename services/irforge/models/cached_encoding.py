@@ -24,9 +24,9 @@ import numpy as np
 
 from irforge.common.iterables import chunked
 from irforge.common.metrics import DOCUMENTS_ENCODED
+from irforge.common.progress import ProgressFactory
 from irforge.models.cache import EmbeddingCache, text_hash
 from irforge.models.encoder import TextRole, check_vectors
-from irforge.pipeline.progress import ProgressFactory
 
 DEFAULT_BATCH_SIZE = 256
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from irforge.common.error_status import register_status
+
 
 class ModelError(RuntimeError):
     """Base class for model problems."""
@@ -25,3 +27,10 @@ class RerankerUnavailable(ModelError):
 
 class WrongModelKind(ModelError):
     """A served model is dense where the run needs a sparse one, or the other way round."""
+
+
+# How each travels over gRPC (irforge.common.grpc_errors).
+register_status(ModelNotFound, "NOT_FOUND")
+register_status(EncodingError, "INTERNAL")
+register_status(RerankError, "INTERNAL")
+register_status(RerankerUnavailable, "UNAVAILABLE")

@@ -16,7 +16,7 @@ completions endpoint (`url` is the client's base_url, version included: http://1
   Any other answer (prose, empty, refused) is unparseable: the window keeps its first-stage order
   and `unparseable` is counted, so a run says how often the LLM was not actually ranking.
 - Each window is one chat completion through the official openai client, its own retries off:
-  irforge.endpoints.calling.RobustCaller retries (429 with Retry-After, 5xx, timeouts: `retries`
+  irforge.common.calling.RobustCaller retries (429 with Retry-After, 5xx, timeouts: `retries`
   times), holds the circuit breaker and redacts the key, as for every endpoint. A window that
   still fails raises EndpointError naming the endpoint, the query and the window.
 - counts(): windows sent, unparseable windows, identifiers ignored / filled in, prompt and
@@ -34,9 +34,9 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
+from irforge.common.api_keys import key_from_environment, no_key_hint, openai_auth_headers
+from irforge.common.calling import RobustCaller
 from irforge.common.redact import host_of, redact_url
-from irforge.endpoints.calling import RobustCaller
-from irforge.endpoints.keys import key_from_environment, no_key_hint, openai_auth_headers
 
 SYSTEM_PROMPT = ("You are RankGPT, an intelligent assistant that can rank passages based on their relevancy "
                  "to the query.")

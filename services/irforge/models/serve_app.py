@@ -8,7 +8,7 @@ Two halves, one per side of the cluster boundary:
     with the `args` mapping and deploys what it returns: the same EncoderDeployment that
     `irforge service models --ray` runs on one machine (irforge.models.serve), so a replica on a
     GPU worker and a replica on a laptop encode identically.
-  - `front`: `python -m irforge.models.serve_app front --ray-address ray://HEAD:10001 ...` runs in
+  - `run_front`: `python -m irforge.cli.encoder_front front --ray-address ray://HEAD:10001 ...` runs in
     a plain Deployment. It connects to the cluster as a Ray Client, wraps the application's handle
     in RayEncoder and serves it through the thin Encoder front (irforge.models.server), so the
     orchestrator sees the usual `irforge.v1.Encoder` with grpc.health.v1, reflection and typed
@@ -21,11 +21,9 @@ resources are configuration (chart values), and a builder is Serve's way to take
 
 from __future__ import annotations
 
-import argparse
 import logging
 import os
 import signal
-import sys
 import threading
 import time
 
@@ -115,41 +113,21 @@ def connect_encoder(ray_address: str, app_name: str, timeout_s: float):
                           f"after {timeout_s:.0f}s; last error: {last_error}")
 
 
-def parse_front_args(argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m irforge.models.serve_app")
-    sub = parser.add_subparsers(dest="command", required=True)
-    front = sub.add_parser("front", help="serve a Ray cluster's encoder application as irforge.v1.Encoder over gRPC")
-    front.add_argument("--ray-address", required=True, help="the cluster's Ray Client address, e.g. ray://irforge-models-head-svc:10001")
-    front.add_argument("--app", default=DEFAULT_APP_NAME, help=f"Serve application name (default {DEFAULT_APP_NAME})")
-    front.add_argument("--host", default="127.0.0.1")
-    front.add_argument("--port", type=int, default=50053)
-    front.add_argument("--workers", type=int, default=8, help="request-handling threads")
-    front.add_argument("--connect-timeout", type=float, default=900.0, help="seconds to wait for the cluster and the app")
-    return parser.parse_args(argv)
-
-
-def run_front(args: argparse.Namespace) -> int:
+def run_front(ray_address: str, app_name: str = DEFAULT_APP_NAME, host: str = "127.0.0.1", port: int = 50053,
+              workers: int = 8, connect_timeout_s: float = 900.0) -> int:
+    """Serve the cluster's encoder application as irforge.v1.Encoder until SIGINT/SIGTERM.
+    The command line is irforge.cli.encoder_front (`python -m irforge.cli.encoder_front front ...`)."""
     from irforge.common.grpc_server import start_server
     from irforge.models import server as models_server
 
-    encoder = connect_encoder(args.ray_address, args.app, args.connect_timeout)
+    encoder = connect_encoder(ray_address, app_name, connect_timeout_s)
     running = start_server([models_server.binding({encoder.identity["model"]: encoder})],
-                           host=args.host, port=args.port, max_workers=args.workers)
+                           host=host, port=port, max_workers=workers)
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
     # Same line shape as `irforge service`: scripts read the port from it.
-    print(f"irforge models service listening on {args.host}:{running.port}", flush=True)
+    print(f"irforge models service listening on {host}:{running.port}", flush=True)
     stop.wait()
     running.stop()
     return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr)
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    return run_front(parse_front_args(sys.argv[1:] if argv is None else argv))
-
-
-if __name__ == "__main__":
-    sys.exit(main())

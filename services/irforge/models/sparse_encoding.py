@@ -12,12 +12,12 @@ from collections.abc import Iterable
 
 import numpy as np
 
+from irforge.common.progress import ProgressFactory
 from irforge.corpus.vectors.base import SparseVector
 from irforge.models.cache import EmbeddingCache, EmbeddingCacheError
 from irforge.models.cached_encoding import DEFAULT_BATCH_SIZE, CachedEncoding
 from irforge.models.encoder import TextRole
 from irforge.models.sparse_encoder import check_sparse_vectors
-from irforge.pipeline.progress import ProgressFactory
 
 _INDEX = np.dtype("<i4")
 _VALUE = np.dtype("<f4")

@@ -12,22 +12,17 @@ import grpc
 from irforge.common.grpc_errors import ServiceUnavailable, raise_from_rpc
 from irforge.common.grpc_server import open_channel
 from irforge.common.output_set import EVAL_SET, OutputFolderError, OutputSet
+from irforge.models import errors as _model_errors  # noqa: F401 - registers ModelNotFound... to rebuild it
 from irforge.orchestrator import protocol
-from irforge.orchestrator.errors import JobNotFound, JobSpecError, ResultsNotReady
+from irforge.orchestrator import errors as _errors  # noqa: F401 - registers the types the server raises, to rebuild them
 from irforge.orchestrator.spec import JobSpec
 from irforge.orchestrator.store import JobEvent, JobRecord
 from irforge.v1 import orchestrator_pb2, orchestrator_pb2_grpc
 
-_OWN_ERRORS = {error.__name__: error for error in (JobSpecError, JobNotFound, ResultsNotReady)}
 
 
 def _rebuild(error: grpc.RpcError, address: str):
-    type_name, _, message = (error.details() or "").partition(": ")
-    if type_name in _OWN_ERRORS:
-        rebuilt = Exception.__new__(_OWN_ERRORS[type_name])
-        Exception.__init__(rebuilt, message)
-        raise rebuilt from None
-    raise_from_rpc(error, address)
+    raise_from_rpc(error, address)  # JobSpecError, JobNotFound, ResultsNotReady: registered in orchestrator/errors.py
 
 
 class OrchestratorClient:

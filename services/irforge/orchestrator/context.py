@@ -18,7 +18,7 @@ from irforge.data import BeirDataset
 from irforge.data.types import Query
 from irforge.orchestrator.errors import JobSpecError
 from irforge.orchestrator.spec import JobSpec, config_error
-from irforge.pipeline.progress import ProgressFactory
+from irforge.common.progress import ProgressFactory
 
 
 @contextmanager

@@ -1,6 +1,9 @@
-"""The orchestrator's own errors. Each keeps its type across the wire (see server.py / client.py)."""
+"""The orchestrator's own errors. Each keeps its type across the wire (registered below, see
+irforge.common.grpc_errors)."""
 
 from __future__ import annotations
+
+from irforge.common.error_status import register_status
 
 
 class JobSpecError(ValueError):
@@ -23,3 +26,9 @@ class JobCancelled(Exception):
 class OrchestratorStopping(Exception):
     """Raised inside a running step when the orchestrator shuts down: the job stays RUNNING and
     resumes, from its last completed step, when an orchestrator starts on the same state."""
+
+
+# How each travels over gRPC (irforge.common.grpc_errors).
+register_status(JobSpecError, "INVALID_ARGUMENT")
+register_status(JobNotFound, "NOT_FOUND")
+register_status(ResultsNotReady, "FAILED_PRECONDITION")

@@ -5,28 +5,19 @@ from __future__ import annotations
 
 import functools
 
-import grpc
-
 from irforge.common.grpc_errors import status_for
 from irforge.common.grpc_server import ServiceBinding
 from irforge.orchestrator import protocol
 from irforge.orchestrator.core import Orchestrator
-from irforge.orchestrator.errors import JobNotFound, JobSpecError, ResultsNotReady
 from irforge.orchestrator.spec import JobSpec
 from irforge.orchestrator.steps import result_files
 from irforge.v1 import orchestrator_pb2, orchestrator_pb2_grpc
 
 SERVICE_NAME = orchestrator_pb2.DESCRIPTOR.services_by_name["Orchestrator"].full_name  # "irforge.v1.Orchestrator"
-ERROR_CODES: dict[type[Exception], grpc.StatusCode] = {
-    JobSpecError: grpc.StatusCode.INVALID_ARGUMENT,
-    JobNotFound: grpc.StatusCode.NOT_FOUND,
-    ResultsNotReady: grpc.StatusCode.FAILED_PRECONDITION,
-}
 
 
 def _abort(context, error: Exception):
-    code = ERROR_CODES.get(type(error)) or status_for(error)
-    context.abort(code, f"{type(error).__name__}: {error}")
+    context.abort(status_for(error), f"{type(error).__name__}: {error}")
 
 
 def _unary(method):

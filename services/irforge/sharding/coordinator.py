@@ -16,10 +16,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from irforge.common.iterables import chunked
+from irforge.common.progress import ProgressFactory, no_progress
 from irforge.data import BeirDataset
 from irforge.models.cache import EmbeddingCache, text_hash
 from irforge.models.encoder import EncoderSpec, TextRole
-from irforge.pipeline.progress import ProgressFactory, no_progress
 from irforge.sharding.corpus_facts import CorpusFacts, corpus_facts
 from irforge.sharding.errors import ShardingConfigError, ShardOutputError
 from irforge.sharding.job import ShardJob, ShardRunner

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from irforge.common.progress import ProgressFactory
 from irforge.models.encoder import EncoderSpec
-from irforge.pipeline.progress import ProgressFactory
 from irforge.sharding.corpus_facts import CorpusFacts
 from irforge.sharding.errors import ShardingConfigError
 from irforge.sharding.plan import Shard

@@ -14,9 +14,9 @@ import itertools
 from dataclasses import dataclass
 from pathlib import Path
 
+from irforge.common.progress import ProgressFactory, no_progress
 from irforge.models.cache import EmbeddingCache
 from irforge.models.encoder import TextRole
-from irforge.pipeline.progress import ProgressFactory, no_progress
 from irforge.sharding.errors import ShardOutputError
 from irforge.sharding.output import manifest_problem, open_records, read_manifest, remove_stale_temporaries, terms_path
 from irforge.sharding.plan import Shard

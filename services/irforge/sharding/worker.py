@@ -19,16 +19,16 @@ from pathlib import Path
 import numpy as np
 
 from irforge.common.iterables import chunked
+from irforge.common.progress import ProgressFactory, no_progress
 from irforge.data import BeirDataset
 from irforge.models.cache import text_hash
 from irforge.models.cached_encoding import Encoder
 from irforge.models.encoder import EncoderSpec, TextRole, check_vectors
-from irforge.pipeline.progress import ProgressFactory, no_progress
+from irforge.models.sparse_encoder import check_sparse_vectors
+from irforge.models.sparse_encoding import pack
 from irforge.sharding.corpus_facts import CorpusFacts
 from irforge.sharding.corpus_range import DocumentRange
 from irforge.sharding.errors import ShardingError, ShardOutputError
-from irforge.models.sparse_encoder import check_sparse_vectors
-from irforge.models.sparse_encoding import pack
 from irforge.sharding.output import manifest_problem, read_manifest, shard_data_writer, sparse_terms_writer, write_manifest
 from irforge.sharding.plan import Shard
 

@@ -9,6 +9,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from irforge.common.error_status import register_status
 from irforge.corpus.errors import CorpusError
 from irforge.corpus.lexical.base import CorpusState
 from irforge.ranking import Ranking
@@ -18,6 +19,9 @@ DISTANCES = ("cosine", "dot")
 
 class DimensionMismatch(CorpusError):
     """Vectors whose dimension differs from the collection's (e.g. another model's)."""
+
+
+register_status(DimensionMismatch, "INVALID_ARGUMENT")  # how it travels over gRPC (irforge.common.grpc_errors)
 
 
 # The least each HNSW parameter can be (Qdrant refuses ef_construct below 4; m 0 or 1 builds no graph).

@@ -8,7 +8,7 @@ be exactly one label 0-3 (irforge.judge.parsing). An answer that is not one is r
 follow-up turn (the prompt, the judge's own answer, then REASK): asking the identical prompt again
 at temperature 0 would mostly get the identical answer back. What governs the calls:
 
-- retries: irforge.endpoints.calling.RobustCaller, the same one that calls teams' endpoints
+- retries: irforge.common.calling.RobustCaller, the same one that calls teams' endpoints
   (429/5xx/timeouts retried with capped exponential backoff and jitter, Retry-After honoured, a
   circuit breaker that stops a dead endpoint after `circuit_breaker_failures` failed attempts).
   The openai client's own retries are off (max_retries=0) so there is one retry policy. A fresh
@@ -42,11 +42,11 @@ from datetime import UTC, datetime
 
 import openai
 
+from irforge.common.call_errors import EndpointError
+from irforge.common.calling import RobustCaller
 from irforge.common.metrics import JUDGE_CALLS, JUDGE_COST_USD, JUDGE_TOKENS
-from irforge.endpoints.calling import RobustCaller
-from irforge.endpoints.errors import EndpointError
 from irforge.judge.base import Judgement, JudgePair, Progress, Verdict, identity_sha256
-from irforge.judge.errors import JudgeError
+from irforge.judge.errors import CHAT_ERRORS, JudgeError
 from irforge.judge.parsing import parse_label
 from irforge.judge.spec import JudgeSpec
 from irforge.llm.chat import REFUSING_STATUSES, ChatEndpoint, Reply, Tally  # noqa: F401 - REFUSING_STATUSES re-exported
@@ -59,7 +59,7 @@ class OpenAIChatJudge:
         self.spec = spec
         self.chat = ChatEndpoint(spec, budget_note="judgements already made are kept in the store",
                                  on_request=JUDGE_CALLS.labels(backend=spec.kind, model=spec.model).inc,
-                                 on_usage=_record_usage)
+                                 on_usage=_record_usage, errors=CHAT_ERRORS)
         self._identity = spec.identity()
         self.judge_id = identity_sha256(self._identity)
 

@@ -35,9 +35,9 @@ from irforge.judge.qc.decisions import (
     prelabelled_questions,
     resolve,
 )
+from irforge.common.progress import ProgressFactory, no_progress
 from irforge.judge.qc.hard_negatives import HardNegatives, read_hard_negatives
 from irforge.judge.qc.prelabel import Thresholds, ranks_from_scores
-from irforge.pipeline.progress import ProgressFactory, no_progress
 from irforge.pipeline.retrievers import CorpusTracker
 from irforge.ranking import ranked
 

@@ -23,11 +23,11 @@ from urllib.parse import parse_qsl
 import numpy as np
 
 from irforge.common.iterables import chunked
+from irforge.common.progress import ProgressFactory
 from irforge.corpus.settings import Bm25Settings
 from irforge.data.types import Query
 from irforge.models.cached_encoding import encode_with_cache
 from irforge.models.encoder import EncoderSpec, TextRole
-from irforge.pipeline.progress import ProgressFactory
 
 Scores = dict[str, dict[str, float]]   # query id -> candidate doc id -> score
 QUERIES_PER_CHUNK = 64                 # bounds the candidate vectors held at once

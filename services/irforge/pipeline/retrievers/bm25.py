@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from irforge.common.iterables import chunked
+from irforge.common.progress import ProgressFactory
 from irforge.corpus.core import SEARCH_CHUNK
 from irforge.corpus.lexical.base import CorpusState, document_id_problem
 from irforge.corpus.settings import Bm25Settings
 from irforge.data import BeirDataset
 from irforge.data.types import Document, Query, Run
 from irforge.pipeline.latency import LatencyRecorder, batch_basis
-from irforge.pipeline.progress import ProgressFactory
 from irforge.pipeline.retrievers.base import CorpusTracker, count_lines, safe_name
 
 INGEST_BATCH = 500

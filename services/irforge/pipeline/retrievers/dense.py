@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from irforge.common.progress import ProgressFactory
 from irforge.corpus.core import SEARCH_CHUNK
 from irforge.corpus.lexical.base import CorpusState
 from irforge.corpus.vectors.base import HnswSettings
@@ -15,7 +16,6 @@ from irforge.data.types import Query, Run
 from irforge.models.cached_encoding import CachedEncoding, encode_with_cache
 from irforge.models.encoder import TextRole
 from irforge.pipeline.latency import LatencyRecorder, batch_basis, share
-from irforge.pipeline.progress import ProgressFactory
 from irforge.pipeline.retrievers.base import CorpusTracker, count_lines, safe_name
 
 ENCODE_CHUNK = 256  # documents per cache lookup / encoder call / upsert: bounds memory

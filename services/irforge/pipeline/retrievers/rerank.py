@@ -19,11 +19,11 @@ import time
 
 import numpy as np
 
+from irforge.common.progress import ProgressFactory, no_progress
 from irforge.data import BeirDataset
 from irforge.data.types import Query, Run
 from irforge.models.reranker import RerankError
 from irforge.pipeline.latency import LatencyRecorder, batch_basis, share
-from irforge.pipeline.progress import ProgressFactory, no_progress
 from irforge.pipeline.retrievers.base import CorpusTracker
 from irforge.ranking import Ranking, ranked, top_k
 

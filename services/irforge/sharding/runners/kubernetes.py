@@ -19,7 +19,7 @@ from pathlib import Path
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
-from irforge.pipeline.progress import ProgressFactory, no_progress
+from irforge.common.progress import ProgressFactory, no_progress
 from irforge.sharding.errors import ShardFailed, ShardingError, describe_failures
 from irforge.sharding.job import RunOutcome, ShardJob
 from irforge.sharding.plan import Shard

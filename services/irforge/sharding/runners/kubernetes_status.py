@@ -18,7 +18,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
-from irforge.pipeline.progress import Progress
+from irforge.common.progress import Progress
 from irforge.sharding.errors import ShardingCancelled, ShardingError
 
 COMPLETION_INDEX_LABEL = "batch.kubernetes.io/job-completion-index"

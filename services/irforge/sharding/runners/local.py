@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from irforge.pipeline.progress import ProgressFactory, no_progress
+from irforge.common.progress import ProgressFactory, no_progress
 from irforge.sharding.errors import ShardFailed, ShardingCancelled, ShardingConfigError, describe_failures
 from irforge.sharding.job import RunOutcome, ShardJob
 from irforge.sharding.plan import Shard
