@@ -120,3 +120,22 @@ def test_a_file_of_a_nested_configuration_reads_like_the_documented_example(tmp_
                                                     "fusion": {"method": "rrf", "rrf_k": 60}}))
     config = load(PipelineConfig, tmp_path / "c.yaml")
     assert config.retriever == "hybrid" and config.fusion.rrf_k == 60.0 and isinstance(config.fusion.rrf_k, float)
+
+
+def test_the_fusion_depth_option_reaches_the_hybrid_and_its_record(scifact_tiny, tmp_path):
+    """An option added in one place (config/pipeline.py) reaches every door: flag, keyword, record."""
+    import irforge
+
+    stores = {"index_dir": str(tmp_path / "i"), "vector_dir": str(tmp_path / "v"), "embedding_cache": str(tmp_path / "c")}
+    shallow = irforge.evaluate(scifact_tiny, out=tmp_path / "shallow", retriever="hybrid", model="all-MiniLM-L6-v2",
+                               top_k=10, fusion_depth=2, **stores)
+    deep = irforge.evaluate(scifact_tiny, out=tmp_path / "deep", retriever="hybrid", model="all-MiniLM-L6-v2", top_k=10,
+                            **stores)
+    assert shallow["retriever"]["depth_per_run"] == 2 and shallow["config"]["fusion"]["depth"] == 2
+    assert deep["retriever"]["depth_per_run"] == "top_k of each run"
+    # Two runs of 2 documents fuse to at most 4 per query; the default fuses 10 + 10 into 10.
+    runs = [line.split()[0] for line in (tmp_path / "shallow" / "run.trec").read_text().splitlines()]
+    assert max(runs.count(q) for q in set(runs)) <= 4
+    assert max(line.split()[0] for line in (tmp_path / "deep" / "run.trec").read_text().splitlines())
+    with pytest.raises(ConfigError, match="--fusion-depth 2 does not apply here: fusion needs --retriever hybrid"):
+        validate(with_options(PipelineConfig(dataset="d"), {"fusion_depth": 2}))

@@ -54,6 +54,7 @@ def _job_using(name: str, dataset: str, files: dict[str, str]) -> JobSpec:
         "fusion": {"retriever": "hybrid", "fusion": "linear"},
         "rrf_k": {"retriever": "hybrid", "rrf_k": 30.0},
         "fusion_weights": {"retriever": "hybrid", "fusion_weights": (2.0, 1.0)},
+        "fusion_depth": {"retriever": "hybrid", "fusion_depth": 20},
         "hybrid_with": {"retriever": "hybrid", "hybrid_with": "sparse", "model": "splade"},
         "endpoint": {"endpoint": files["endpoint.yaml"]},
         "endpoint_url": {"endpoint": files["endpoint.yaml"], "endpoint_url": "http://127.0.0.1:8/v1"},

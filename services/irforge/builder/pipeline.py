@@ -82,7 +82,7 @@ class PipelineBuilder:
         from irforge.pipeline.retrievers.hybrid import FusionSettings
 
         fusion = self.config.fusion
-        return FusionSettings(method=fusion.method, rrf_k=fusion.rrf_k, weights=tuple(fusion.weights))
+        return FusionSettings(method=fusion.method, rrf_k=fusion.rrf_k, weights=tuple(fusion.weights), depth=fusion.depth)
 
     # -- what the endpoint is -----------------------------------------------------------------
     @cached_property

@@ -120,6 +120,9 @@ class FusionConfig:
     rrf_k: float = option(60.0, "--rrf-k", "hybrid rrf: the k in 1/(k + rank)", check=_within(*RRF_K_RANGE))
     weights: tuple[float, ...] = option((1.0, 1.0), "--fusion-weights", "hybrid run weights", parse=_weights,
                                         check=_weights_problem, metavar="BM25,DENSE")
+    depth: int | None = option(None, "--fusion-depth", "hybrid: documents each run contributes to the fusion (default: "
+                               "--top-k); deeper runs let documents ranked low by one run rise", check=_at_least(1),
+                               metavar="N")
     hybrid_with: str = option("dense", "--hybrid-with", "hybrid: fuse BM25 with the dense run or with a learned sparse "
                               "run (--model a SparseEncoder)", choices=("dense", "sparse"))
 

@@ -71,6 +71,7 @@ RULES: dict[str, Rule] = {
     "fusion": (lambda c: c.retriever == "hybrid", "fusion needs --retriever hybrid"),
     "rrf_k": (lambda c: c.retriever == "hybrid" and c.fusion.method == "rrf", "--rrf-k needs --retriever hybrid --fusion rrf"),
     "fusion_weights": (lambda c: c.retriever == "hybrid", "fusion needs --retriever hybrid"),
+    "fusion_depth": (lambda c: c.retriever == "hybrid", "fusion needs --retriever hybrid"),
     "hybrid_with": (lambda c: c.retriever == "hybrid" and c.endpoint.spec is None,
                     "--hybrid-with needs --retriever hybrid (an embeddings endpoint is the hybrid's dense side)"),
     "endpoint_url": (lambda c: c.endpoint.spec is not None, "it overrides a field of --endpoint's spec: give --endpoint"),

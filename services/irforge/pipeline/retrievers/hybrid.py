@@ -30,6 +30,7 @@ class FusionSettings:
     method: str = "rrf"                      # "rrf" | "linear"
     rrf_k: float = 60.0                      # Cormack et al.'s constant
     weights: tuple[float, float] = (1.0, 1.0)  # (bm25, dense); linear uses them after min-max per query
+    depth: int | None = None                 # documents each run contributes; None: the k retrieved
 
     def __post_init__(self):
         if self.method not in ("rrf", "linear"):
@@ -37,6 +38,7 @@ class FusionSettings:
 
     def as_dict(self) -> dict:
         settings = asdict(self)
+        settings.pop("depth")   # recorded as the hybrid's depth_per_run
         if self.method == "linear":
             settings.pop("rrf_k")
             settings["normalisation"] = "min-max per query; a document missing from a run counts 0 there"
@@ -63,7 +65,8 @@ class HybridRetriever:
 
     def retrieve(self, queries: list[Query], k: int) -> Run:
         with self.latency.answering(len(queries)):
-            runs = [self.lexical.retrieve(queries, k), self.dense.retrieve(queries, k)]
+            depth = self.fusion.depth or k
+            runs = [self.lexical.retrieve(queries, depth), self.dense.retrieve(queries, depth)]
             started = time.perf_counter()
             fused = self._fuse(runs, k)
             self.latency.batch("fusion", list(fused), time.perf_counter() - started, FUSION_BASIS)
@@ -74,11 +77,12 @@ class HybridRetriever:
             fused = reciprocal_rank_fusion(runs, k=self.fusion.rrf_k, weights=self.fusion.weights)
         else:
             fused = normalized_linear_fusion(runs, weights=self.fusion.weights)
-        # Each input contributed its top k; the fused list keeps the best k of their union.
+        # Each input contributed its top depth (default k); the fused list keeps the best k of their union.
         return {query_id: top_k(scores, k) for query_id, scores in fused.items()}
 
     def describe(self) -> dict:
-        return {"name": self.name, "fusion": self.fusion.as_dict(), "depth_per_run": "top_k of each run",
+        depth = "top_k of each run" if self.fusion.depth is None else self.fusion.depth
+        return {"name": self.name, "fusion": self.fusion.as_dict(), "depth_per_run": depth,
                 "bm25": self.lexical.describe(), self.dense.name: self.dense.describe()}
 
     def counts(self) -> dict:
