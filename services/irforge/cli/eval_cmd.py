@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from irforge.app.errors import UsageError
 from irforge.app.evaluate import evaluate
@@ -13,7 +14,6 @@ from irforge.cli.options import add_config_file_option, add_config_options, conf
 from irforge.common.output_set import OutputFolderError
 from irforge.common.redact import redact_text
 from irforge.config import ConfigError, PipelineConfig
-from pathlib import Path
 
 # The options of eval-instructions only, and of eval only.
 INSTRUCTION_OPTIONS = ("instruction_template", "robustness_k")
