@@ -19,12 +19,9 @@ from irforge.builder.pipeline import PipelineBuilder
 from irforge.common.output_set import OutputSet, check_output_folder, check_outside
 from irforge.config import PipelineConfig, to_mapping, validate
 from irforge.datasets import resolve_dataset
-from irforge.evaluator.measures import DEFAULT_MEASURES, parse_measures
+from irforge.evaluator.measures import parse_measures
 from irforge.pipeline.eval_job import EvalJob, EvalJobSpec
 from irforge.results import Results
-
-INSTRUCTION_MEASURES = ("nDCG@10",)   # irforge.instructions.job's default
-
 
 def checked(config: PipelineConfig, out: str | Path, use: str = "eval") -> PipelineConfig:
     """The configuration validated for `use`, its dataset name resolved to its folder, and OUT
@@ -45,8 +42,7 @@ def checked(config: PipelineConfig, out: str | Path, use: str = "eval") -> Pipel
 
 
 def measures_of(config: PipelineConfig, use: str = "eval") -> tuple[str, ...]:
-    default = INSTRUCTION_MEASURES if use == "eval-instructions" else DEFAULT_MEASURES
-    return tuple(config.evaluation.measures or default)
+    return config.measures(instructions=use == "eval-instructions")
 
 
 def judge_choice(config: PipelineConfig) -> JudgeChoice:

@@ -19,6 +19,7 @@ RETRIEVERS = ("bm25", "dense", "hybrid", "sparse")
 FUSION_METHODS = ("rrf", "linear")
 PRECISIONS = ("float32", "float16", "bfloat16")
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+INSTRUCTION_MEASURES = ("nDCG@10",)   # instruction following's default (InfoSearch, FollowIR report nDCG@10 per mode)
 # Ranges (the same numbers the retrievers' own settings check; kept here so the configuration,
 # the lowest layer that sees a value, refuses it before any work).
 K1_RANGE = (0.0, 10.0)
@@ -253,3 +254,9 @@ class PipelineConfig:
     @property
     def has_reranker(self) -> bool:
         return bool(self.rerank.chosen)
+
+    def measures(self, instructions: bool = False) -> tuple[str, ...]:
+        """The measures asked for, else the use's own defaults: eval's six, instruction following's nDCG@10."""
+        from irforge.evaluator.measures import DEFAULT_MEASURES
+
+        return tuple(self.evaluation.measures or (INSTRUCTION_MEASURES if instructions else DEFAULT_MEASURES))

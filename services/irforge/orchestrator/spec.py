@@ -21,10 +21,9 @@ from irforge.common.output_set import OutputFolderError, check_output_folder
 from irforge.config import ConfigError, PipelineConfig, validate, with_options
 from irforge.config.options import Leaf, leaves
 from irforge.config.values import changed
-from irforge.evaluator.measures import DEFAULT_MEASURES, MeasureError, parse_measures
+from irforge.evaluator.measures import MeasureError, parse_measures
 from irforge.orchestrator.errors import JobSpecError
 
-INSTRUCTION_MEASURES = ("nDCG@10",)   # irforge.instructions.job's default, without importing the job here
 SERVICES_REASON = "these configure the services (`irforge serve` / `irforge service`), not a job; the orchestrator " \
                   "uses its services' settings"
 JOB_FIELDS = ("output", "shards", "name", "instructions", "datasets")
@@ -91,7 +90,7 @@ class JobSpec:
     @property
     def measures(self) -> tuple[str, ...]:
         """The measures asked for, else the command's own: eval's defaults, eval-instructions' nDCG@10."""
-        return tuple(self.pipeline.evaluation.measures or (INSTRUCTION_MEASURES if self.instructions else DEFAULT_MEASURES))
+        return self.pipeline.measures(instructions=self.instructions)
 
     @property
     def has_reranker(self) -> bool:
