@@ -198,6 +198,21 @@ def test_judge_calibrate_refuses_a_bad_sample(scifact_subset, judge_env, capsys)
     assert not (judge_env / "x").exists()
 
 
+def test_judge_calibrate_use_case_refuses_bad_options_before_judging(scifact_subset, judge_env, llm_spec_file):
+    from irforge.app.calibration import judge_calibrate
+    from irforge.app.errors import UsageError
+    from irforge.app.holes import JudgeChoice
+
+    with pytest.raises(UsageError, match="--sample must be a whole number of at least 4 pairs, got 2"):
+        judge_calibrate(scifact_subset, sample=2, out=judge_env / "x")
+    with pytest.raises(UsageError, match="--cross-encoder applies to the embedded judge only"):
+        judge_calibrate(scifact_subset, sample=8, out=judge_env / "x", cross_encoder="some-model",
+                        choice=JudgeChoice(judge=str(llm_spec_file())))
+    with pytest.raises(UsageError, match="neither 'embedded' nor an existing judge spec file"):
+        judge_calibrate(scifact_subset, sample=8, out=judge_env / "x", choice=JudgeChoice(judge=str(judge_env / "no.yaml")))
+    assert not (judge_env / "x").exists()
+
+
 def test_judge_calibrate_refuses_save_and_no_save_together(scifact_subset, judge_env, capsys):
     assert main(["judge-calibrate", "--dataset", str(scifact_subset), "--sample", "4", "--out", str(judge_env / "x"),
                  "--save-default", "--no-save-default"]) == 2

@@ -3,16 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
-import tempfile
-from datetime import UTC, datetime
 from pathlib import Path
 
+from irforge.app.generate import DIMENSIONS, RECIPE_NAMES
 from irforge.common.redact import redact_text
-
-RECIPE_NAMES = ("airbench-qa", "airbench-longdoc", "infosearch")
-DEFAULT_QC_RERANKERS = ("bm25", "dense:{model}")
 
 
 def add_parser(subparsers) -> None:
@@ -48,7 +43,7 @@ def add_parser(subparsers) -> None:
     info = parser.add_argument_group("infosearch")
     info.add_argument("--source-split", default="test", help="infosearch: the qrels split core queries come from (default test)")
     info.add_argument("--dimension", dest="dimensions", action="append",
-                      choices=("audience", "keyword", "format", "language", "length", "source"),
+                      choices=DIMENSIONS,
                       help="infosearch: repeatable; the dimensions to build (default all six)")
     qc = parser.add_argument_group("quality control (irforge qc)")
     qc.add_argument("--qc-model", default="all-MiniLM-L6-v2", help="QC's recall embedding model (default all-MiniLM-L6-v2)")
@@ -63,175 +58,52 @@ def add_parser(subparsers) -> None:
     parser.set_defaults(handler=run_generate)
 
 
-def check_args(args: argparse.Namespace):
-    """The spec and the recipe's module; ValueError for anything wrong, before any request."""
-    from irforge.common.output_set import check_outside
-    from irforge.generation.output import MANIFEST_NAME
-    from irforge.generation.recipes import RECIPES
-    from irforge.judge.errors import JudgeSpecError
-    from irforge.judge.spec import JudgeSpec
+def request_of(args: argparse.Namespace):
+    """The command line's options as the use case's GenerateRequest."""
+    from irforge.app.generate import GenerateRequest
 
-    for name in ("docs", "rewrites", "chunk_tokens", "qc_recall_depth", "qc_hard_negative_threshold"):
-        if getattr(args, name) < 1:
-            raise ValueError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}")
-    if args.max_requests is not None and args.max_requests < 1:
-        raise ValueError(f"--max-requests must be at least 1, got {args.max_requests}")
-    if args.max_cost is not None and not args.max_cost > 0:
-        raise ValueError(f"--max-cost must be positive, got {args.max_cost}")
-    if not args.corpus.is_dir():
-        raise ValueError(f"--corpus {args.corpus}: not a folder")
-    if args.templates is not None and not args.templates.is_dir():
-        raise ValueError(f"--templates {args.templates}: not a folder")
-    check_outside(args.out, {"--corpus": args.corpus, "--cache": args.cache, "--store": args.store,
-                             "--embedding-cache": args.embedding_cache, "--index-dir": args.index_dir})
-    if args.corpus.resolve() in args.out.resolve().parents or args.out.resolve() in args.corpus.resolve().parents:
-        raise ValueError(f"--out {args.out} and --corpus {args.corpus} must not hold one another")
-    if args.out.exists() and (not args.out.is_dir() or (any(args.out.iterdir()) and not (args.out / MANIFEST_NAME).is_file())):
-        raise ValueError(f"--out {args.out} exists, is not empty and is not an earlier `irforge generate` output: "
-                         "refusing to replace it")
-    if not args.no_qc and RECIPES[args.recipe].LAYOUT == "beir" and args.qc_rerankers is None:
-        args.qc_rerankers = [s.format(model=args.qc_model) for s in DEFAULT_QC_RERANKERS]
-    try:
-        spec = JudgeSpec.from_file(args.llm)
-    except JudgeSpecError as error:
-        raise ValueError(str(error)) from None
-    return spec, RECIPES[args.recipe]
-
-
-def recipe_settings(args: argparse.Namespace):
-    """What the recipe reads, typed (irforge.generation.settings)."""
-    from irforge.generation.settings import RecipeSettings
-
-    return RecipeSettings(corpus=args.corpus, docs=args.docs, seed=args.seed, rewrites=args.rewrites,
-                          templates=args.templates, chunk_tokens=args.chunk_tokens, chunk_overlap=args.chunk_overlap,
-                          tokenizer=args.tokenizer, source_split=args.source_split,
-                          dimensions=tuple(args.dimensions) if args.dimensions else None)
-
-
-def generation_qc(args: argparse.Namespace):
-    """How the QC step checks the generated collection, typed (irforge.generation.settings)."""
-    from irforge.generation.settings import GenerationQc
-
-    return GenerationQc(llm=args.llm, model=args.qc_model,
-                        rerankers=tuple(args.qc_rerankers) if args.qc_rerankers else None,
-                        recall_depth=args.qc_recall_depth, hard_negative_threshold=args.qc_hard_negative_threshold,
-                        store=args.store, embedding_cache=args.embedding_cache, index_dir=args.index_dir)
+    return GenerateRequest(
+        recipe=args.recipe, corpus=args.corpus, llm=args.llm, out=args.out, docs=args.docs, seed=args.seed,
+        qc=not args.no_qc, max_cost=args.max_cost, max_requests=args.max_requests, cache=args.cache,
+        templates=args.templates, rewrites=args.rewrites, chunk_tokens=args.chunk_tokens,
+        chunk_overlap=args.chunk_overlap, tokenizer=args.tokenizer, source_split=args.source_split,
+        dimensions=tuple(args.dimensions) if args.dimensions else None, qc_model=args.qc_model,
+        qc_rerankers=tuple(args.qc_rerankers) if args.qc_rerankers else None, qc_recall_depth=args.qc_recall_depth,
+        qc_hard_negative_threshold=args.qc_hard_negative_threshold, store=args.store,
+        embedding_cache=args.embedding_cache, index_dir=args.index_dir)
 
 
 def run_generate(args: argparse.Namespace) -> int:
-    from irforge.generation.templates import TemplateError
+    from irforge.app.generate import finished_cleanly, generate
 
+    request = request_of(args)
     if args.estimate:
-        return print_estimate(args)
-    missing = [flag for flag in ("--corpus", "--llm", "--out") if getattr(args, flag[2:]) is None]
-    if missing:
-        print(f"irforge generate: error: {', '.join(missing)} required (or --estimate, which sends nothing)", file=sys.stderr)
-        return 2
+        return print_estimate(request)
     try:
-        spec, recipe = check_args(args)
-    except (ValueError, TemplateError) as error:
-        print(f"irforge generate: error: {redact_text(str(error))}", file=sys.stderr)
-        return 2
-    try:
-        manifest = generate(args, spec, recipe)
-    except (ValueError, TemplateError) as error:   # a corpus or template refused on reading
+        manifest = generate(request)
+    except ValueError as error:   # an option refused (UsageError), a corpus or template refused on reading
         print(f"irforge generate: error: {redact_text(str(error))}", file=sys.stderr)
         return 2
     print_summary(manifest, sys.stdout)
-    stopped = manifest["stopped"]
-    return 0 if stopped is None or stopped.startswith(("--max-", "not sent: the")) else 1
+    return 0 if finished_cleanly(manifest) else 1
 
 
-def print_estimate(args: argparse.Namespace) -> int:
-    """`--estimate`: the recipe's cost from its stages and templates (irforge.generation.estimate)."""
-    from irforge.generation.estimate import estimate
-    from irforge.generation.templates import TemplateError
-    from irforge.judge.errors import JudgeSpecError
-    from irforge.judge.spec import JudgeSpec
+def print_estimate(request) -> int:
+    """`--estimate`: the recipe's cost from its stages and templates; nothing is sent."""
+    from irforge.app.generate import estimate
 
-    prices = {}
     try:
-        if args.llm is not None:
-            spec = JudgeSpec.from_file(args.llm)
-            prices = {"prompt_price": spec.price_per_million_prompt_tokens, "completion_price": spec.price_per_million_completion_tokens}
-        found = estimate(args.recipe, args.docs, rewrites=args.rewrites, dimensions=args.dimensions, templates=args.templates,
-                         **prices)
-    except (ValueError, TemplateError, JudgeSpecError) as error:
+        found = estimate(request)
+    except ValueError as error:
         print(f"irforge generate: error: {redact_text(str(error))}", file=sys.stderr)
         return 2
-    print(f"{args.recipe}, {args.docs} documents: {found['calls']:,} calls, {found['prompt_tokens']:,} prompt tokens, "
+    print(f"{request.recipe}, {request.docs} documents: {found['calls']:,} calls, {found['prompt_tokens']:,} prompt tokens, "
           f"at most {found['answer_tokens_at_most']:,} answer tokens, at most ${found['cost_usd_at_most']:.2f}")
     for stage in found["stages"]:
         print(f"  {stage['stage']:<22} {stage['calls_per_document']} per document · ~{stage['prompt_tokens']:,} prompt tokens · "
               f"answer <= {stage['answer_tokens']:,}")
     print("(prompt tokens estimated as characters / 4; re-asks, retries and quality control's judge calls come on top)")
     return 0
-
-
-def generate(args: argparse.Namespace, spec, recipe) -> dict:
-    from irforge.common.output_set import OutputSet
-    from irforge.common.versions import package_versions
-    from irforge.generation.cache import GenerationCache
-    from irforge.generation.engine import Engine
-    from irforge.generation.output import (
-        MANIFEST_NAME,
-        write_beir,
-        write_instruction_sets,
-        write_provenance,
-    )
-    from irforge.common.progress import tqdm_progress
-    from irforge.generation.qc_step import run_quality_control
-    from irforge.judge.qc.writer import write_json
-
-    started = datetime.now(UTC)
-    cache = GenerationCache(args.cache)
-    engine = Engine(spec, cache, max_cost=args.max_cost, max_requests=args.max_requests, progress=tqdm_progress)
-    try:
-        result = recipe.generate(engine, recipe_settings(args))
-    finally:
-        engine.close()
-        cache.close()
-    qc = {"ran": False, "reason": "", "steps": []}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    with OutputSet(args.out, replaces=None) as staged:
-        if recipe.LAYOUT == "infosearch":
-            output = write_instruction_sets(staged, result, args.seed)
-            qc["reason"] = "quality control is AIR-Bench's; InfoSearch sets are not checked by it"
-        else:
-            with tempfile.TemporaryDirectory(prefix=".irforge-generate-", dir=args.out.parent) as work:
-                raw = Path(work) / "raw"
-                raw.mkdir()
-                output = write_beir(raw, result, args.seed)
-                if args.no_qc:
-                    qc["reason"] = "--no-qc"
-                elif engine.stopped is not None:
-                    qc["reason"] = f"generation stopped ({engine.stopped}): quality control left for a complete run"
-                elif not output["queries"]:
-                    qc["reason"] = "no queries"
-                else:
-                    raw, qc["steps"] = run_quality_control(raw, Path(work), output["splits"], generation_qc(args))
-                    qc["ran"] = True
-                for path in raw.iterdir():
-                    shutil.move(str(path), staged / path.name)
-        write_provenance(staged, engine.records)
-        manifest = {
-            "recipe": args.recipe, "seed": args.seed, "docs": args.docs, "model": spec.model,
-            "complete": engine.stopped is None, "stopped": engine.stopped,
-            "incomplete_chains": result.incomplete,
-            "templates": engine.templates,
-            "stages": {name: counts.as_dict() for name, counts in engine.counts.items()},
-            "histograms": {name: dict(sorted(counter.items())) for name, counter in result.histograms.items()},
-            "cost": {key: value for key, value in engine.describe().items() if key not in ("model", "endpoint")},
-            "llm": engine.spec.public(),
-            "output": output, "details": result.details, "qc": qc,
-            "split": "queries shuffled with the seed, the first fifth (rounded) dev, the rest test (dev : test = 1 : 4)",
-            "cache": str(cache.path), "started_at": started.isoformat(timespec="seconds"),
-            "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
-            "versions": package_versions(["openai", "jsonschema", "tokenizers"]),
-        }
-        write_json(staged / MANIFEST_NAME, manifest)
-    manifest["path"] = str(args.out)
-    return manifest
 
 
 def print_summary(manifest: dict, out) -> None:

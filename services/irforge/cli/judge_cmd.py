@@ -12,8 +12,7 @@ import sys
 from pathlib import Path
 
 from irforge.app.holes import EXIT_NOT_ALL_JUDGED
-from irforge.common.files import write_json_atomic
-from irforge.common.progress import tqdm_progress
+from irforge.common.redact import redact_text
 from irforge.evaluator.measures import DEFAULT_MEASURES
 from irforge.judge.base import DEFAULT_RELEVANT_FROM
 
@@ -101,53 +100,26 @@ def run_holes(args: argparse.Namespace) -> int:
 
 
 def run_calibrate(args: argparse.Namespace) -> int:
-    from irforge.judge.backends.embedded import (
-        SCORE_WITH_CROSS_ENCODER,
-        EmbeddedJudge,
-        Thresholds,
-        default_thresholds_path,
-        find_thresholds,
-    )
-    from irforge.app.calibration import calibrate_judge
-    from irforge.judge.calibration import CalibrationSettings
-    from irforge.judge.factory import open_backend
-    from irforge.judge.store import JudgementStore
+    from irforge.app.calibration import REPORT, THRESHOLDS, judge_calibrate
+    from irforge.app.errors import UsageError
 
-    settings = CalibrationSettings(sample=args.sample, split=args.split, seed=args.seed, relevant_from=args.relevant_from)
-    if args.cross_encoder:
-        if args.judge != "embedded":
-            print("irforge judge-calibrate: error: --cross-encoder applies to the embedded judge only", file=sys.stderr)
-            return 2
-        start = find_thresholds(args.thresholds)
-        backend = EmbeddedJudge(Thresholds(start.cuts, model=start.model, score=SCORE_WITH_CROSS_ENCODER,
-                                           cross_encoder=args.cross_encoder, source="starting point"))
-    else:
-        backend = open_backend(args.judge, thresholds_path=args.thresholds)
-    bar = tqdm_progress("judging the calibration sample", args.sample, "pair")
     try:
-        with JudgementStore(args.store) as store:
-            report, fitted = calibrate_judge(args.dataset, settings, backend, store, index_dir=args.index_dir,
-                                                 progress=bar.update)
-    finally:
-        bar.close()
-        backend.close()
-    files = {"calibration": "calibration.json"}
-    if fitted is not None:
-        fitted.save(args.out / "embedded-thresholds.json")
-        files["thresholds"] = "embedded-thresholds.json"
-        if args.save_default:   # user-wide: every later embedded judge changes, so only when asked
-            files["default_thresholds"] = str(fitted.save(default_thresholds_path()))
-    report["files"] = files
-    write_json_atomic(args.out / "calibration.json", report)
+        report = judge_calibrate(args.dataset, sample=args.sample, out=args.out, split=args.split, seed=args.seed,
+                                 cross_encoder=args.cross_encoder, save_default=args.save_default,
+                                 index_dir=args.index_dir, choice=judge_choice(args))
+    except UsageError as error:
+        print(f"irforge judge-calibrate: error: {redact_text(str(error))}", file=sys.stderr)
+        return 2
     held = report["held_out"]
     print(f"\n{report['dataset']} · {report['split']} · {report['sample']['drawn']} pairs "
           f"({report['sample']['held_out_pairs']} held out) · judge {report['judge']['backend']} {report['judge']['model']}")
     for name in ("accuracy", "kappa_binary", "kappa_graded"):
         value = held[name]
         print(f"{name:<13} {'n/a' if value is None else f'{value:.4f}'} (held out)")
-    if fitted is not None:
-        print_thresholds_written(fitted.cuts, args.out / "embedded-thresholds.json", files.get("default_thresholds"))
-    print(f"wrote {args.out / 'calibration.json'}")
+    if report["thresholds"] is not None:
+        print_thresholds_written(report["thresholds"]["thresholds"], args.out / THRESHOLDS,
+                                 report["files"].get("default_thresholds"))
+    print(f"wrote {args.out / REPORT}")
     return 0
 
 
