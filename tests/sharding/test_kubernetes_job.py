@@ -9,8 +9,10 @@ from pathlib import Path
 
 import kubernetes_validate
 import pytest
-from irforge.cli import build
+from irforge.builder.pipeline import encoder_spec
 from irforge.cli.main import build_parser
+from irforge.cli.options import section_from_args
+from irforge.config.pipeline import EncoderConfig
 from irforge.models.encoder import EncoderSpec
 from irforge.sharding import ShardingConfigError, make_shard_runner, plan_shards
 from irforge.sharding.job import ShardJob
@@ -105,14 +107,14 @@ def test_the_pods_command_is_what_the_worker_cli_reads(job):
     assert args.handler.__name__ == "run_worker"
     assert (args.dataset, args.out, args.shard_count, args.shard_index) == (job.dataset_dir, job.work_dir, 8, None)
     assert (args.total_documents, args.fingerprint) == (job.facts.total_documents, job.facts.fingerprint)
-    assert build.encoder_spec_from_args(args) == SPEC
+    assert encoder_spec(section_from_args(args, EncoderConfig)) == SPEC
 
 
 def test_prefixes_that_look_like_flags_survive_the_command_line(job):
     spec = EncoderSpec("all-MiniLM-L6-v2", query_prefix="--q ", passage_prefix="-p: ", normalize=False, device="cuda:1",
                        revision="abc123")
     args = build_parser().parse_args(ShardJob(job.dataset_dir, job.work_dir, job.facts, job.shards, spec).worker_arguments(3))
-    assert build.encoder_spec_from_args(args) == spec and args.shard_index == 3
+    assert encoder_spec(section_from_args(args, EncoderConfig)) == spec and args.shard_index == 3
 
 
 @pytest.mark.parametrize("options,message", [

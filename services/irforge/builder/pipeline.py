@@ -16,7 +16,7 @@ from pathlib import Path
 
 from irforge.common.progress import ProgressFactory, tqdm_progress
 from irforge.config import ConfigError, PipelineConfig
-from irforge.config.pipeline import DEFAULT_MODEL
+from irforge.config.pipeline import DEFAULT_MODEL, EncoderConfig, StoresConfig
 
 
 @dataclass(frozen=True)
@@ -70,13 +70,7 @@ class PipelineBuilder:
         return Bm25Settings(k1=self.config.bm25.k1, b=self.config.bm25.b)
 
     def encoder_spec(self):
-        from irforge.models.encoder import EncoderSpec
-
-        encoder = self.config.encoder
-        return EncoderSpec(model=encoder.model_name, revision=encoder.revision, query_prefix=encoder.query_prefix,
-                           passage_prefix=encoder.passage_prefix, normalize=encoder.normalize,
-                           max_seq_length=encoder.max_seq_length, batch_size=encoder.batch_size, device=encoder.device,
-                           precision=encoder.precision)
+        return encoder_spec(self.config.encoder)
 
     def hnsw_settings(self):
         from irforge.corpus.vectors.base import HnswSettings
@@ -135,14 +129,13 @@ class PipelineBuilder:
             stores = self.config.stores
             vectors = None
             if self.needs_vectors:
-                from irforge.corpus.vectors import SPARSE_ONLY, make_vector_backend
+                from irforge.corpus.vectors import SPARSE_ONLY
 
                 if self.config.vectors.backend in SPARSE_ONLY and not self.config.sparse:
                     raise ConfigError(f"--vector-backend {self.config.vectors.backend} holds learned sparse vectors only "
                                       "(--retriever sparse, --hybrid-with sparse); dense vectors need --vector-backend "
                                       "embedded or qdrant")
-                vectors = make_vector_backend(self.config.vectors.backend, vector_dir=stores.vector_dir,
-                                              qdrant_url=stores.qdrant_url, elasticsearch_url=stores.elasticsearch_url)
+                vectors = vector_backend(self.config.vectors.backend, stores)
             client = CorpusService(make_backend(self.config.bm25.backend, index_dir=stores.index_dir,
                                                 elasticsearch_url=stores.elasticsearch_url), vectors)
         return self._closing(client)
@@ -278,6 +271,24 @@ class PipelineBuilder:
         return " ".join(f"{role}={address or 'in-process'}" for role, address in addresses.items())
 
 
+def encoder_spec(encoder: EncoderConfig):
+    """The EncoderSpec an encoder section asks for (the default model when it names none)."""
+    from irforge.models.encoder import EncoderSpec
+
+    return EncoderSpec(model=encoder.model_name, revision=encoder.revision, query_prefix=encoder.query_prefix,
+                       passage_prefix=encoder.passage_prefix, normalize=encoder.normalize,
+                       max_seq_length=encoder.max_seq_length, batch_size=encoder.batch_size, device=encoder.device,
+                       precision=encoder.precision)
+
+
+def vector_backend(backend: str, stores: StoresConfig):
+    """The vector backend named `backend` (embedded, qdrant, elasticsearch) at the stores' locations."""
+    from irforge.corpus.vectors import make_vector_backend
+
+    return make_vector_backend(backend, vector_dir=stores.vector_dir, qdrant_url=stores.qdrant_url,
+                               elasticsearch_url=stores.elasticsearch_url)
+
+
 def local_encoder(spec, use_ray: bool, stack: ExitStack, sparse: bool = False, max_active_dims: int | None = None):
     """(encoder, where it runs): a Ray Serve deployment on loopback, or the core in-process; a
     SparseEncoder (SPLADE) when `sparse`, keeping `max_active_dims` weights per vector."""
@@ -300,4 +311,4 @@ def local_encoder(spec, use_ray: bool, stack: ExitStack, sparse: bool = False, m
     return EncoderCore(spec), "in-process"
 
 
-__all__ = ["DEFAULT_MODEL", "Placement", "PipelineBuilder", "local_encoder"]
+__all__ = ["DEFAULT_MODEL", "Placement", "PipelineBuilder", "encoder_spec", "local_encoder", "vector_backend"]

@@ -98,6 +98,26 @@ def check_args(args: argparse.Namespace):
     return spec, RECIPES[args.recipe]
 
 
+def recipe_settings(args: argparse.Namespace):
+    """What the recipe reads, typed (irforge.generation.settings)."""
+    from irforge.generation.settings import RecipeSettings
+
+    return RecipeSettings(corpus=args.corpus, docs=args.docs, seed=args.seed, rewrites=args.rewrites,
+                          templates=args.templates, chunk_tokens=args.chunk_tokens, chunk_overlap=args.chunk_overlap,
+                          tokenizer=args.tokenizer, source_split=args.source_split,
+                          dimensions=tuple(args.dimensions) if args.dimensions else None)
+
+
+def generation_qc(args: argparse.Namespace):
+    """How the QC step checks the generated collection, typed (irforge.generation.settings)."""
+    from irforge.generation.settings import GenerationQc
+
+    return GenerationQc(llm=args.llm, model=args.qc_model,
+                        rerankers=tuple(args.qc_rerankers) if args.qc_rerankers else None,
+                        recall_depth=args.qc_recall_depth, hard_negative_threshold=args.qc_hard_negative_threshold,
+                        store=args.store, embedding_cache=args.embedding_cache, index_dir=args.index_dir)
+
+
 def run_generate(args: argparse.Namespace) -> int:
     from irforge.generation.templates import TemplateError
 
@@ -167,7 +187,7 @@ def generate(args: argparse.Namespace, spec, recipe) -> dict:
     cache = GenerationCache(args.cache)
     engine = Engine(spec, cache, max_cost=args.max_cost, max_requests=args.max_requests, progress=tqdm_progress)
     try:
-        result = recipe.generate(engine, args)
+        result = recipe.generate(engine, recipe_settings(args))
     finally:
         engine.close()
         cache.close()
@@ -189,7 +209,7 @@ def generate(args: argparse.Namespace, spec, recipe) -> dict:
                 elif not output["queries"]:
                     qc["reason"] = "no queries"
                 else:
-                    raw, qc["steps"] = run_quality_control(raw, Path(work), output["splits"], args)
+                    raw, qc["steps"] = run_quality_control(raw, Path(work), output["splits"], generation_qc(args))
                     qc["ran"] = True
                 for path in raw.iterdir():
                     shutil.move(str(path), staged / path.name)

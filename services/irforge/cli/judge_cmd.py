@@ -108,7 +108,8 @@ def run_calibrate(args: argparse.Namespace) -> int:
         default_thresholds_path,
         find_thresholds,
     )
-    from irforge.judge.calibration import CalibrationSettings, calibrate
+    from irforge.app.calibration import calibrate_judge
+    from irforge.judge.calibration import CalibrationSettings
     from irforge.judge.factory import open_backend
     from irforge.judge.store import JudgementStore
 
@@ -125,7 +126,8 @@ def run_calibrate(args: argparse.Namespace) -> int:
     bar = tqdm_progress("judging the calibration sample", args.sample, "pair")
     try:
         with JudgementStore(args.store) as store:
-            report, fitted = calibrate(args.dataset, settings, backend, store, index_dir=args.index_dir, progress=bar.update)
+            report, fitted = calibrate_judge(args.dataset, settings, backend, store, index_dir=args.index_dir,
+                                                 progress=bar.update)
     finally:
         bar.close()
         backend.close()

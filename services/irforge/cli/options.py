@@ -100,4 +100,16 @@ def config_from_args(args: argparse.Namespace, config_cls, base=None, exclude: t
     return with_options(config, options, source="command line")
 
 
-__all__ = ["ConfigError", "add_config_file_option", "add_config_options", "config_from_args", "given_options"]
+
+
+def section_from_args(args: argparse.Namespace, section_cls):
+    """One section (EncoderConfig, VectorsConfig, StoresConfig) from the flags given, each value
+    checked (its choices, its range): for the commands that take a section's flags without a whole
+    pipeline (irforge service, shard-worker, encode-shards)."""
+    from irforge.config.checks import check_values
+
+    return check_values(config_from_args(args, section_cls))
+
+
+__all__ = ["ConfigError", "add_config_file_option", "add_config_options", "config_from_args", "given_options",
+           "section_from_args"]

@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from irforge.cli import build
+from irforge.config import DEFAULT_MODEL
 
 # Role -> offset from --base-port (the platform's default ports: 50050 + offset).
 PORT_OFFSETS = {"orchestrator": 0, "corpus": 1, "evaluator": 2, "models": 3, "judge": 4}
@@ -58,7 +58,7 @@ def add_parser(subparsers) -> None:
                         "(default: each service's own default location)")
     parser.add_argument("--no-models", action="store_true", help="no models service (BM25-only platform; no Ray)")
     parser.add_argument("--no-judge", action="store_true", help="no judge service")
-    parser.add_argument("--model", default=build.DEFAULT_MODEL, help=f"model the models service serves (default {build.DEFAULT_MODEL})")
+    parser.add_argument("--model", default=DEFAULT_MODEL, help=f"model the models service serves (default {DEFAULT_MODEL})")
     parser.add_argument("--job-workers", type=int, default=2, help="jobs the orchestrator runs at once")
     backends = parser.add_argument_group("backends (passed to the corpus and judge services)")
     backends.add_argument("--backend", choices=("embedded", "elasticsearch"), default="embedded", help="lexical backend")

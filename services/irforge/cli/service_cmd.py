@@ -10,10 +10,11 @@ import threading
 from contextlib import ExitStack
 from pathlib import Path
 
-from irforge.cli import build
 from irforge.cli.service_flags import add_observability_arguments, add_orchestrator_arguments, orchestrator_settings
-from irforge.common.grpc_server import PortUnavailable, start_server
 from irforge.common.observability import start_observability
+from irforge.cli.options import add_config_options, section_from_args
+from irforge.common.grpc_server import PortUnavailable, start_server
+from irforge.config import PipelineConfig
 from irforge.common.tls import SERVER_VARIABLES, ServerTls
 from irforge.corpus.lexical import BACKENDS
 from irforge.corpus.server import DEFAULT_INGEST_IDLE_TIMEOUT_S, DEFAULT_MAX_INGEST_STREAMS
@@ -23,6 +24,9 @@ SERVICES = ("corpus", "evaluator", "models", "judge", "orchestrator", "all")
 # The platform's port convention (irforge serve, the Helm chart): one well-known port per role.
 DEFAULT_WORKERS = 16
 PARENT_PID_VARIABLE = "IRFORGE_PARENT_PID"  # set by `irforge serve` for the services it starts
+# The vectors and stores options that are not the corpus service's vector store (its --index-dir
+# and --elasticsearch-url are its own, above; it searches what clients ask, exactly or by HNSW).
+NOT_VECTOR_STORE = ("search", "hnsw_m", "hnsw_ef_construct", "hnsw_ef", "index_dir", "embedding_cache", "elasticsearch_url")
 DEFAULT_PORTS = {"orchestrator": 50050, "corpus": 50051, "evaluator": 50052, "models": 50053, "judge": 50054, "all": 50051}
 
 
@@ -59,8 +63,8 @@ def add_parser(subparsers) -> None:
     tls.add_argument("--tls-client-ca", metavar="PEM", default=os.environ.get(SERVER_VARIABLES["client_ca"]),
                      help="mutual TLS: accept only clients whose certificate chains to this CA "
                           f"(default ${SERVER_VARIABLES['client_ca']})")
-    build.add_vector_store_arguments(parser)
-    build.add_encoder_arguments(parser)
+    add_config_options(parser, PipelineConfig, sections=("vectors", "stores"), exclude=NOT_VECTOR_STORE)
+    add_config_options(parser, PipelineConfig, sections=("encoder",))
     parser.add_argument("--sparse", action="store_true",
                         help="models service: serve --model as a sentence-transformers SparseEncoder (SPLADE), for "
                              "--retriever sparse; --max-active-dims applies")
@@ -80,7 +84,7 @@ def build_bindings(args: argparse.Namespace, stack: ExitStack) -> list:
             raise ValueError(f"--max-ingest-streams must be at least 1 and below --workers ({args.workers}), "
                              f"so other calls keep a thread; got {args.max_ingest_streams}")
         bindings.append(corpus_server.binding(
-            CorpusService(backend, build.vector_backend_from_args(args)),
+            CorpusService(backend, corpus_vectors(args)),
             max_ingest_streams=args.max_ingest_streams, ingest_idle_timeout_s=args.ingest_idle_timeout,
         ))
     if args.name in ("evaluator", "all"):
@@ -91,10 +95,13 @@ def build_bindings(args: argparse.Namespace, stack: ExitStack) -> list:
     if args.name == "models" or (args.name == "all" and args.model):
         from irforge.models import server as models_server
 
-        spec = build.encoder_spec_from_args(argparse.Namespace(**{**vars(args), "model": args.model or build.DEFAULT_MODEL}))
-        if args.max_active_dims is not None and not args.sparse:
+        from irforge.builder.pipeline import encoder_spec, local_encoder
+        from irforge.config.pipeline import EncoderConfig
+
+        settings = section_from_args(args, EncoderConfig)   # no --model: the default model
+        if settings.max_active_dims is not None and not args.sparse:
             raise ValueError("--max-active-dims applies to a sparse model: add --sparse")
-        encoder, _ = build.local_encoder(spec, args.ray, stack, args.sparse, args.max_active_dims)
+        encoder, _ = local_encoder(encoder_spec(settings), settings.ray, stack, args.sparse, settings.max_active_dims)
         bindings.append(models_server.binding({encoder.identity["model"]: encoder}))
     if args.name == "judge":
         from irforge.judge import server as judge_server
@@ -107,6 +114,18 @@ def build_bindings(args: argparse.Namespace, stack: ExitStack) -> list:
 
         bindings.append(orchestrator_server.binding(start_orchestrator(orchestrator_settings(args), stack)))
     return bindings
+
+
+def corpus_vectors(args: argparse.Namespace):
+    """The corpus service's vector backend (--vector-backend embedded or qdrant) at its locations."""
+    from irforge.builder.pipeline import vector_backend
+    from irforge.config.pipeline import StoresConfig, VectorsConfig
+
+    vectors = section_from_args(args, VectorsConfig)
+    if vectors.backend not in ("embedded", "qdrant"):
+        raise ValueError(f"--vector-backend {vectors.backend}: the corpus service keeps vectors embedded or in a Qdrant "
+                         "server (--vector-backend embedded or qdrant)")
+    return vector_backend(vectors.backend, section_from_args(args, StoresConfig))
 
 
 def run_service(args: argparse.Namespace) -> int:

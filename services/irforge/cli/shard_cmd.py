@@ -9,8 +9,9 @@ import os
 import sys
 from pathlib import Path
 
-from irforge.cli import build
 from irforge.common.progress import tqdm_progress
+from irforge.cli.options import add_config_options, section_from_args
+from irforge.config import PipelineConfig
 from irforge.data.errors import DataFormatError
 from irforge.models.errors import ModelError
 
@@ -31,7 +32,7 @@ def add_parser(subparsers) -> None:
     worker.add_argument("--total-documents", type=int, help="documents in the corpus (default: counted)")
     worker.add_argument("--fingerprint", help="expected sha256 of the corpus file: refuse to encode other bytes")
     worker.add_argument("--force", action="store_true", help="re-encode even if a complete output exists")
-    build.add_encoder_arguments(worker)
+    add_config_options(worker, PipelineConfig, sections=("encoder",))
     worker.add_argument("--sparse", action="store_true", help=SPARSE_HELP)
     worker.set_defaults(handler=run_worker)
 
@@ -46,7 +47,7 @@ def add_parser(subparsers) -> None:
     encode.add_argument("--parallel", type=int, default=1, help="workers at once (default 1)")
     encode.add_argument("--retries", type=int, default=1, help="reruns of a failed shard (default 1)")
     encode.add_argument("--embedding-cache", type=Path, help="embedding cache file (default $IRFORGE_CACHE_DIR or the user cache dir)")
-    build.add_encoder_arguments(encode)
+    add_config_options(encode, PipelineConfig, sections=("encoder",))
     encode.add_argument("--sparse", action="store_true", help=SPARSE_HELP)
     encode.set_defaults(handler=run_encode_shards)
 
@@ -89,14 +90,25 @@ def worker_corpus_facts(args: argparse.Namespace):
     return CorpusFacts(dataset.name, dataset.corpus_path.name, fingerprint, total)
 
 
-def worker_encoder(args: argparse.Namespace, spec):
-    """The shard worker's encoder: dense (EncoderCore) or, with --sparse, a SparseEncoderCore."""
-    if args.max_active_dims is not None and not args.sparse:
+def encoder_settings(args: argparse.Namespace, command: str):
+    """(the encoder section the flags give, its EncoderSpec), checked before any work."""
+    from irforge.builder.pipeline import encoder_spec
+    from irforge.config.pipeline import EncoderConfig
+
+    encoder = section_from_args(args, EncoderConfig)
+    if encoder.ray:
+        raise ValueError(f"--ray is not for {command}: each worker loads its own model")
+    if encoder.max_active_dims is not None and not args.sparse:
         raise ValueError("--max-active-dims applies to a sparse model: add --sparse")
+    return encoder, encoder_spec(encoder)
+
+
+def worker_encoder(args: argparse.Namespace, spec, max_active_dims: int | None = None):
+    """The shard worker's encoder: dense (EncoderCore) or, with --sparse, a SparseEncoderCore."""
     if args.sparse:
         from irforge.models.sparse_encoder import SparseEncoderCore
 
-        return SparseEncoderCore(spec, args.max_active_dims)
+        return SparseEncoderCore(spec, max_active_dims)
     from irforge.models.encoder import EncoderCore
 
     return EncoderCore(spec)
@@ -108,14 +120,12 @@ def run_worker(args: argparse.Namespace) -> int:
     from irforge.sharding.worker import encode_shard, log
 
     try:
-        if args.ray:
-            raise ValueError("--ray is not for shard workers: each worker loads its own model")
-        spec = build.encoder_spec_from_args(args)
+        encoder, spec = encoder_settings(args, "shard workers")
         index = shard_index_from(args)
         facts = worker_corpus_facts(args)     # before the model: a wrong corpus fails in a second
         shard = shard_for(facts.total_documents, args.shard_count, index)
         log(f"{shard.describe()} of {facts.dataset} ({facts.total_documents} documents) -> {args.out}")
-        result = encode_shard(args.dataset, shard, facts, spec, worker_encoder(args, spec), args.out, force=args.force,
+        result = encode_shard(args.dataset, shard, facts, spec, worker_encoder(args, spec, encoder.max_active_dims), args.out, force=args.force,
                               progress=tqdm_progress)
     except (ShardingError, ValueError, DataFormatError, ModelError) as error:
         return _fail("shard-worker", error)
@@ -133,15 +143,11 @@ def run_encode_shards(args: argparse.Namespace) -> int:
     from irforge.sharding import ShardingError, encode_corpus_in_shards, make_shard_runner
 
     try:
-        if args.ray:
-            raise ValueError("--ray is not for sharded encoding: each worker loads its own model")
-        spec = build.encoder_spec_from_args(args)
-        if args.max_active_dims is not None and not args.sparse:
-            raise ValueError("--max-active-dims applies to a sparse model: add --sparse")
+        encoder, spec = encoder_settings(args, "sharded encoding")
         runner = make_shard_runner("local", max_parallel=args.parallel, retries=args.retries)
         report = encode_corpus_in_shards(args.dataset, spec, args.embedding_cache or default_cache_path(), args.shards,
                                          runner, args.work_dir, progress=tqdm_progress, sparse=args.sparse,
-                                         max_active_dims=args.max_active_dims)
+                                         max_active_dims=encoder.max_active_dims)
     except (ShardingError, ValueError, DataFormatError, ModelError) as error:
         return _fail("encode-shards", error)
     print(json.dumps(report.as_dict(), indent=2))

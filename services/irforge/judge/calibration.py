@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -201,22 +201,9 @@ def split_by_query(pairs: Sequence[LabelledPair], seed: int, held_out_share: flo
     return [p for p in pairs if p.query_id not in held], [p for p in pairs if p.query_id in held]
 
 
-def bm25_run(dataset, queries: list, depth: int, index_dir=None) -> dict[str, dict[str, float]]:
-    """BM25 (the embedded default settings) top-`depth` per query; the index is reused when it exists."""
-    from irforge.common.progress import tqdm_progress
-    from irforge.corpus.core import CorpusService
-    from irforge.corpus.lexical import make_backend
-    from irforge.corpus.settings import Bm25Settings
-    from irforge.pipeline.retrievers import CorpusTracker
-    from irforge.pipeline.retrievers.bm25 import Bm25Retriever
-
-    backend = make_backend("embedded", index_dir=index_dir)
-    try:
-        retriever = Bm25Retriever(CorpusService(backend), Bm25Settings(), tqdm_progress)
-        retriever.prepare(dataset, dataset.corpus_fingerprint(), CorpusTracker(judged=set()))
-        return retriever.retrieve(queries, depth)
-    finally:
-        backend.close()
+# A negatives run: (dataset, queries, depth) -> query id -> doc id -> score, BM25's top `depth`.
+# The use case supplies it (irforge.app.calibration builds it with the one builder).
+NegativesRun = Callable[[object, list, int], dict[str, dict[str, float]]]
 
 
 def labelled_strata(qrels: dict[str, dict[str, int]], negatives_run: dict[str, dict[str, float]] | None) -> dict[int, list[LabelledPair]]:
@@ -265,10 +252,12 @@ def _pairs(dataset, sample: list[LabelledPair], queries: dict[str, str]) -> list
     return [JudgePair(p.query_id, queries[p.query_id], p.doc_id, documents[p.doc_id]) for p in sample]
 
 
-def calibrate(dataset_dir, settings: CalibrationSettings, backend, store=None, *, index_dir=None,
+def calibrate(dataset_dir, settings: CalibrationSettings, backend, store=None, *, negatives_run: NegativesRun,
               progress=None) -> tuple[dict, object | None]:
     """Judge a stratified sample of human labels; fit the embedded judge's thresholds on the fit
-    part. Returns (the calibration.json content, the fitted Thresholds or None)."""
+    part. `negatives_run` retrieves the unlabelled documents that stand in for non-relevant ones
+    when the qrels hold too few judged-0 pairs. Returns (the calibration.json content, the fitted
+    Thresholds or None)."""
     from irforge.common.versions import package_versions
     from irforge.data import BeirDataset
     from irforge.judge.backends.embedded import EmbeddedJudge, Thresholds
@@ -283,7 +272,7 @@ def calibrate(dataset_dir, settings: CalibrationSettings, backend, store=None, *
     judged_zero = sum(level <= 0 for judged in qrels.values() for level in judged.values())
     negatives = None
     if judged_zero < settings.sample:  # too few judged non-relevant pairs: unlabelled BM25 documents stand in
-        negatives = bm25_run(dataset, [_query(q, t) for q, t in sorted(queries.items())], NEGATIVE_DEPTH, index_dir)
+        negatives = negatives_run(dataset, [_query(q, t) for q, t in sorted(queries.items())], NEGATIVE_DEPTH)
     sample = stratified_sample(labelled_strata(qrels, negatives), settings.sample, settings.seed)
     fit_part, held_part = split_by_query(sample, settings.seed, settings.held_out_share)
     pairs = _pairs(dataset, sample, queries)

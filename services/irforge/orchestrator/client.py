@@ -12,6 +12,8 @@ import grpc
 from irforge.common.grpc_errors import ServiceUnavailable, raise_from_rpc
 from irforge.common.grpc_server import open_channel
 from irforge.common.output_set import EVAL_SET, OutputFolderError, OutputSet
+from irforge.corpus import errors as _corpus_errors  # noqa: F401 - registers the corpus errors a job's steps raise
+from irforge.corpus.vectors import base as _vector_errors  # noqa: F401 - registers DimensionMismatch likewise
 from irforge.models import errors as _model_errors  # noqa: F401 - registers ModelNotFound... to rebuild it
 from irforge.orchestrator import protocol
 from irforge.orchestrator import errors as _errors  # noqa: F401 - registers the types the server raises, to rebuild them

@@ -139,3 +139,23 @@ def holes_lines(report: dict) -> list[str]:
     lines.append(f"{'measure':<{width}}  before   after")
     lines += [f"{name:<{width}}  {before[name]:.4f}  {after[name]:.4f}" for name in before]
     return lines
+
+
+def qc_lines(summary: dict) -> list[str]:
+    """`irforge qc`'s summary (qc_summary.json's content) as the lines it prints."""
+    lines = [f"{summary['dataset']} · {summary['split']} · quality control of {summary['queries']} queries "
+             f"({len(summary['rerankers'])} rerankers, recall depth {summary['recall']['depth']})",
+             f"{'case':<18} {'asked':>6} {'undecided':>9}  actions"]
+    for case, counts in summary["cases"].items():
+        actions = ", ".join(f"{name} {n}" for name, n in counts.items()
+                            if name not in ("asked", "labelled", "undecided") and n)
+        lines.append(f"{case:<18} {counts['asked']:>6} {counts['undecided']:>9}  {actions or '-'}")
+    stats = summary["judge"]["stats"]
+    lines.append(f"queries dropped {len(summary['queries_dropped'])} · documents removed "
+                 f"{len(summary['documents_removed'])} · positives added {len(summary['positives_added'])}")
+    backend = summary["judge"]["identity"].get("backend", "?")
+    lines.append(f"judge {backend}: {stats['calls']} calls{no_paid_call_note(backend, stats['calls'])}, "
+                 f"{stats['from_store']} from the store, {stats['unparsed']} unparsed, {stats['failed']} failed, "
+                 f"${stats['cost_usd']:.4f}")
+    lines.append(f"wrote {summary['output']} (qc_audit.jsonl: {summary['files']['audit_records']} records)")
+    return lines

@@ -16,7 +16,7 @@ from irforge.sharding.plan import Shard
 
 
 def encoder_flags(spec: EncoderSpec) -> list[str]:
-    """The `irforge` encoder flags (cli/build.py add_encoder_arguments) that rebuild `spec`.
+    """The `irforge` encoder flags (the encoder section of irforge.config.pipeline) that rebuild `spec`.
 
     String values use `--flag=value` so a prefix starting with "-" is not read as a flag.
     """

@@ -12,6 +12,7 @@ from __future__ import annotations
 from irforge.generation.collection import Generated
 from irforge.generation.documents import Chunker, read_documents
 from irforge.generation.engine import Engine
+from irforge.generation.settings import RecipeSettings
 from irforge.generation.recipes.airbench import Options, generate_queries
 from irforge.generation.recipes.airbench_qa import sample
 
@@ -20,14 +21,14 @@ HARD_NEGATIVES = False
 TYPES = {"question": 3, "claim": 1}
 
 
-def generate(engine: Engine, args) -> Generated:
-    chunker = Chunker(args.chunk_tokens, args.chunk_overlap, args.tokenizer)
-    documents = read_documents(args.corpus)
+def generate(engine: Engine, settings: RecipeSettings) -> Generated:
+    chunker = Chunker(settings.chunk_tokens, settings.chunk_overlap, settings.tokenizer)
+    documents = read_documents(settings.corpus)
     chunks = [chunk for d in documents for chunk in chunker.chunks(d)]
     by_id = {c.doc_id: c for c in chunks}
-    positives = [by_id[i] for i in sample(list(by_id), args.docs, args.seed)]
-    result = generate_queries(engine, positives, chunks, Options(seed=args.seed, rewrites=args.rewrites,
-                                                                 negatives=False, templates=args.templates, types=TYPES))
+    positives = [by_id[i] for i in sample(list(by_id), settings.docs, settings.seed)]
+    result = generate_queries(engine, positives, chunks, Options(seed=settings.seed, rewrites=settings.rewrites,
+                                                                 negatives=False, templates=settings.templates, types=TYPES))
     result.details = {"chunking": chunker.describe(), "long_documents": len(documents), "chunks": len(chunks),
                       "positives_sampled": len(positives)}
     return result

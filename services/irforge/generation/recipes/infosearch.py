@@ -29,6 +29,7 @@ from irforge.generation.documents import Doc
 from irforge.generation.engine import Ask, Engine, Stage
 from irforge.generation.recipes.airbench import MAX_DOCUMENT_CHARS
 from irforge.generation.recipes.airbench_qa import sample
+from irforge.generation.settings import RecipeSettings
 from irforge.generation.templates import load_template
 
 LAYOUT = "infosearch"
@@ -78,14 +79,14 @@ class InstructionSets:
         return {f"{name}/{q}": query for name, dim in self.dimensions.items() for q, query in dim.queries.items()}
 
 
-def generate(engine: Engine, args) -> InstructionSets:
-    dataset = BeirDataset.open(args.corpus)
-    qrels = dataset.qrels(args.source_split)
+def generate(engine: Engine, settings: RecipeSettings) -> InstructionSets:
+    dataset = BeirDataset.open(settings.corpus)
+    qrels = dataset.qrels(settings.source_split)
     texts = {q.query_id: q.text for q in dataset.queries()}
     corpus = [Doc(d.doc_id, d.title, d.text) for d in dataset.corpus()]
     by_id = {d.doc_id: d for d in corpus}
     with_gold = {q: judged for q, judged in qrels.items() if q in texts and any(v > 0 and d in by_id for d, v in judged.items())}
-    core = sample(list(with_gold), args.docs, args.seed, purpose="core-queries")
+    core = sample(list(with_gold), settings.docs, settings.seed, purpose="core-queries")
     gold = {q: min((d for d, v in with_gold[q].items() if v > 0 and d in by_id), key=lambda d: (-with_gold[q][d], d))
             for q in core}
     # One core query per gold document: a rewrite of g is made for one query's condition and
@@ -95,9 +96,9 @@ def generate(engine: Engine, args) -> InstructionSets:
         taken.setdefault(gold[q], q)
     shared_gold = len(core) - len(taken)
     core = [q for q in core if taken[gold[q]] == q]
-    stage = {name: Stage(name, load_template(name, fields, args.templates), schema, tokens)
+    stage = {name: Stage(name, load_template(name, fields, settings.templates), schema, tokens)
              for name, (fields, schema, tokens) in STAGES.items()}
-    dimensions = args.dimensions or list(DIMENSIONS)
+    dimensions = list(settings.dimensions or DIMENSIONS)
     shown = {q: by_id[gold[q]].full_text[:MAX_DOCUMENT_CHARS] for q in core}
     sets, histograms, incomplete = {}, {"dimension": Counter()}, 0
     for name in dimensions:
@@ -139,5 +140,5 @@ def generate(engine: Engine, args) -> InstructionSets:
         incomplete += len(core) - len(going)
         sets[name] = dimension
     return InstructionSets(corpus, sets, histograms, {"core_queries": len(core), "skipped_sharing_a_gold_document": shared_gold,
-                                                      "source_split": args.source_split,
+                                                      "source_split": settings.source_split,
                                                       "dimensions": dimensions}, incomplete)

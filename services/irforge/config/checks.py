@@ -1,0 +1,22 @@
+"""Each option's own check (its choices, its range) for any configuration class or section: the
+commands outside the pipeline (irforge qc, service, shard-worker, encode-shards) refuse a value
+in the same words as `irforge eval` (irforge.config.rules checks a PipelineConfig this way)."""
+
+from __future__ import annotations
+
+from irforge.config.options import ConfigError, leaves
+
+
+def check_values(config):
+    """`config` when every option's value passes its choices and check; ConfigError naming the
+    first option that does not."""
+    for leaf in leaves(type(config)):
+        value = config
+        for part in leaf.path:
+            value = getattr(value, part)
+        if leaf.info.choices is not None and value not in leaf.info.choices:
+            raise ConfigError(f"{leaf.info.flag} must be one of {', '.join(map(str, leaf.info.choices))}; got {value!r}")
+        problem = leaf.info.check(value) if leaf.info.check is not None else None
+        if problem:
+            raise ConfigError(f"{leaf.info.flag} {problem}")
+    return config
