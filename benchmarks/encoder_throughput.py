@@ -210,11 +210,11 @@ def main() -> None:
     from irforge.models import protocol
     from irforge.models.serve import (
         EncoderDeploymentConfig,
-        RayEncoder,
         start_encoder_app,
         start_local_ray,
         stop_local_ray,
     )
+    from irforge.models.serve_client import RayEncoder
     from irforge.v1 import models_pb2_grpc
     from ray import serve  # noqa: F401
 

@@ -132,8 +132,9 @@ def main() -> None:
         print(f"{precision} in-process: {leg['docs_per_s']:.0f} docs/s, nDCG@10 {metrics['nDCG@10']:.4f}")
 
         if not args.no_serve:
-            from irforge.models.serve import (EncoderDeploymentConfig, RayEncoder, start_encoder_app,
-                                              start_local_ray, stop_local_ray)
+            from irforge.models.serve import (EncoderDeploymentConfig, start_encoder_app, start_local_ray,
+                                              stop_local_ray)
+            from irforge.models.serve_client import RayEncoder
             from ray import serve
 
             for cpus in args.replica_cpus:

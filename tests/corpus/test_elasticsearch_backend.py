@@ -15,9 +15,8 @@ from pathlib import Path
 import pytest
 
 from irforge.corpus.lexical.base import CorpusState
-from irforge.corpus.lexical.elasticsearch import (
-    CLIENT_VERSION, ElasticsearchBackend, elasticsearch_config, index_body, search_body, version_mismatch,
-)
+from irforge.corpus.lexical.elasticsearch import ElasticsearchBackend, elasticsearch_config, index_body, search_body
+from irforge.corpus.lexical.elasticsearch_connection import CLIENT_VERSION, version_mismatch
 from irforge.corpus.errors import BackendUnavailable, CorpusConflict, CorpusNotFound, CorpusNotReady
 from irforge.corpus.settings import Bm25Settings
 from irforge.data import Document, Query, iter_corpus

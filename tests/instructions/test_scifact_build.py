@@ -13,10 +13,17 @@ from pathlib import Path
 import pytest
 
 from irforge.common.output_set import OutputFolderError
-from irforge.instructions.scifact_build import build, build_parser, main, split_sentences
+from irforge.cli.main import build_parser
+from irforge.cli.main import main as irforge_main
+from irforge.instructions.scifact_build import build, split_sentences
 
 SMALL = ["--max-queries", "20", "--distractors", "200"]
 MODES = ("og", "changed", "reversed")
+
+
+def main(argv: list[str]) -> int:
+    """`irforge build-instructions ARGV`, in this process."""
+    return irforge_main(["build-instructions", *argv])
 
 
 def _args(beir_dir: Path, out: Path, *extra: str) -> list[str]:
@@ -177,10 +184,10 @@ def test_followir_layout_has_no_reversed_mode(beir_dir, tmp_path):
 
 
 def test_command_line_help_describes_every_option():
-    shown = subprocess.run([sys.executable, "-m", "irforge.instructions.scifact_build", "--help"],
+    shown = subprocess.run([sys.executable, "-m", "irforge.cli.main", "build-instructions", "--help"],
                            capture_output=True, text=True, check=True).stdout
     for option in ("--source", "--out", "--max-queries", "--distractors", "--layout", "--force"):
         assert option in shown
-    assert all(action.help for action in build_parser()._actions)
-    with pytest.raises(SystemExit):
-        main(["--source", "x", "--out", "y", "--layout", "infosearh"])
+    commands = next(a for a in build_parser()._actions if a.dest == "command")
+    assert all(action.help for action in commands.choices["build-instructions"]._actions)
+    assert main(["--source", "x", "--out", "y", "--layout", "infosearh"]) == 2  # argparse's usage error

@@ -21,11 +21,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 with warnings.catch_warnings():  # Ray's own pydantic deprecation warnings, at import
     warnings.simplefilter("ignore", DeprecationWarning)
     ray = pytest.importorskip("ray")
-    from irforge.models.serve import (
-        EncoderDeploymentConfig,
-        RayEncoder,
-        start_encoder_app,
-    )
+    from irforge.models.serve import EncoderDeploymentConfig, start_encoder_app
+    from irforge.models.serve_client import RayEncoder
 
 from irforge.data import BeirDataset
 from irforge.models.encoder import EncoderCore, EncoderSpec, TextRole
@@ -137,7 +134,7 @@ def test_a_sparse_encoder_on_serve_equals_in_process_and_serves_through_the_fron
     same Ray: it asks for no CPU of its own (the dense replica holds both) and one torch thread."""
     from irforge.models.client import RemoteSparseEncoder
     from irforge.models.errors import WrongModelKind
-    from irforge.models.serve import RaySparseEncoder, ray_encoder_for
+    from irforge.models.serve_client import RaySparseEncoder, ray_encoder_for
     from irforge.models.serve_app import app as serve_app_builder
     from irforge.models.server import start_encoder_server
     from irforge.models.sparse_encoder import SparseEncoderCore

@@ -15,7 +15,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)
     pytest.importorskip("ray")
-    from irforge.models.serve import EncoderDeploymentConfig, RayEncoder, start_encoder_app
+    from irforge.models.serve import EncoderDeploymentConfig, start_encoder_app
+    from irforge.models.serve_client import RayEncoder
 
 from irforge.models.encoder import EncoderCore, EncoderSpec, TextRole
 

@@ -293,8 +293,9 @@ def local_encoder(spec, use_ray: bool, stack: ExitStack, sparse: bool = False, m
     """(encoder, where it runs): a Ray Serve deployment on loopback, or the core in-process; a
     SparseEncoder (SPLADE) when `sparse`, keeping `max_active_dims` weights per vector."""
     if use_ray:
-        from irforge.models.serve import (DEFAULT_APP_NAME, EncoderDeploymentConfig, RayEncoder, RaySparseEncoder,
-                                          release_local_ray, start_encoder_app, start_local_ray)
+        from irforge.models.serve import (DEFAULT_APP_NAME, EncoderDeploymentConfig, release_local_ray,
+                                          start_encoder_app, start_local_ray)
+        from irforge.models.serve_client import RayEncoder, RaySparseEncoder
 
         # A Ray this process already runs (a notebook's, a test session's) keeps running afterwards.
         stack.callback(release_local_ray, start_local_ray(), DEFAULT_APP_NAME)

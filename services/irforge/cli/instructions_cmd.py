@@ -28,14 +28,6 @@ def add_parser(subparsers) -> None:
     add_pipeline_arguments(parser, exclude=EVAL_ONLY_OPTIONS)
     parser.set_defaults(handler=run_eval_instructions)
 
-    from irforge.instructions import scifact_build
-
-    builder = subparsers.add_parser(
-        "build-instructions", help="build an instruction-following collection from BEIR SciFact, without an LLM",
-        description=scifact_build.DESCRIPTION)
-    scifact_build.add_arguments(builder)
-    builder.set_defaults(handler=lambda args: scifact_build.run(args, "irforge build-instructions"))
-
 
 def run_eval_instructions(args: argparse.Namespace) -> int:
     try:

@@ -7,8 +7,9 @@ import os
 import sys
 
 from irforge import __version__
-from irforge.cli import (agreement_cmd, bench_cmd, compare_cmd, datasets_cmd, eval_cmd, generate_cmd, instructions_cmd,
-                         jobs_cmd, judge_cmd, metrics_cmd, qc_cmd, report_cmd, serve_cmd, service_cmd, shard_cmd)
+from irforge.cli import (agreement_cmd, bench_cmd, build_instructions_cmd, compare_cmd, datasets_cmd, eval_cmd,
+                         generate_cmd, instructions_cmd, jobs_cmd, judge_cmd, metrics_cmd, qc_cmd, report_cmd, serve_cmd,
+                         service_cmd, shard_cmd)
 from irforge.cli.parser import IrforgeParser
 from irforge.common.grpc_errors import ServiceUnavailable
 from irforge.common.output_set import OutputFolderError
@@ -37,6 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     eval_cmd.add_parser(subparsers)
     bench_cmd.add_parser(subparsers)
     instructions_cmd.add_parser(subparsers)
+    build_instructions_cmd.add_parser(subparsers)
     metrics_cmd.add_parser(subparsers)
     service_cmd.add_parser(subparsers)
     serve_cmd.add_parser(subparsers)

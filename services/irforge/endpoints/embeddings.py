@@ -51,7 +51,7 @@ class EndpointEncoder:
             raise EndpointSpecError(f"{spec.source or 'endpoint spec'}: EndpointEncoder needs kind openai-embeddings, got {spec.kind}")
         import openai
 
-        from irforge.endpoints.tls import openai_http_client
+        from irforge.common.endpoint_tls import openai_http_client
 
         self.spec = spec
         self.name = spec.model
@@ -61,7 +61,7 @@ class EndpointEncoder:
         self._auth = openai_auth_headers(key)
         # max_retries=0: retries belong to RobustCaller (budget, breaker, Retry-After in one place).
         self._client = openai.OpenAI(base_url=spec.url, api_key=key or "none", max_retries=0, timeout=spec.timeout_s,
-                                     http_client=openai_http_client(spec))
+                                     http_client=openai_http_client(spec, EndpointSpecError))
         self._lock = threading.Lock()
         self._dimension: int | None = None
         self._probe_sha256: str | None = None

@@ -30,11 +30,11 @@ import numpy as np
 
 from irforge.common.call_failures import RETRYABLE_GRPC
 from irforge.common.calling import RobustCaller
+from irforge.common.endpoint_tls import grpc_tls
 from irforge.common.grpc_errors import RemoteError, raise_from_rpc
 from irforge.common.grpc_server import open_channel
 from irforge.endpoints.errors import EndpointAnswerError, EndpointSpecError
 from irforge.endpoints.spec import EndpointSpec
-from irforge.endpoints.tls import grpc_tls
 from irforge.models import errors as _model_errors  # noqa: F401 - registers ModelNotFound, RerankError... to rebuild them
 from irforge.pipeline.latency import LatencyRecorder
 
@@ -129,12 +129,12 @@ class HttpReranker(_EndpointReranker):
     kind = "rerank-http"
 
     def __init__(self, spec: EndpointSpec, **options):
-        from irforge.endpoints.tls import http_client
+        from irforge.common.endpoint_tls import http_client
 
         super().__init__(spec, **options)
         self.url = spec.url.rstrip("/") + "/rerank"
         headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
-        self._client = http_client(spec, headers)
+        self._client = http_client(spec, EndpointSpecError, headers)
 
     def _request(self, query: str, documents: list[str], what: str) -> np.ndarray:
         body = {"model": self.spec.model, "query": query, "documents": documents, "top_n": len(documents)}

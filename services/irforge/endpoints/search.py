@@ -154,10 +154,10 @@ class HttpSearchRetriever(_SearchRetriever):
     def __init__(self, spec: EndpointSpec, progress: ProgressFactory = no_progress, *,
                  caller: RobustCaller | None = None):
         super().__init__(spec, progress, caller=caller)
-        from irforge.endpoints.tls import http_client
+        from irforge.common.endpoint_tls import http_client
 
         headers = {"Authorization": f"Bearer {self.key}"} if self.key else {}
-        self._client = http_client(spec, headers)
+        self._client = http_client(spec, EndpointSpecError, headers)
 
     @staticmethod
     def request_body(query: Query, k: int) -> dict:
@@ -203,7 +203,7 @@ class GrpcSearchRetriever(_SearchRetriever):
                  caller: RobustCaller | None = None):
         super().__init__(spec, progress, caller=caller)
         from irforge.common.grpc_server import open_channel
-        from irforge.endpoints.tls import grpc_tls
+        from irforge.common.endpoint_tls import grpc_tls
         from irforge.v1 import retriever_pb2_grpc
 
         self._channel = open_channel(spec.url, tls=grpc_tls(spec))

@@ -7,7 +7,8 @@
     folder/generation.json          the manifest (MANIFEST_NAME): recipe, seeds, model, templates,
                                     counts per stage, attribute histograms, cost, QC, splits
 
-`irforge eval` records the manifest's key facts (generation_facts) in results.json data.generation.
+`irforge eval` records the manifest's key facts in results.json data.generation
+(irforge.data.generation_manifest.generation_facts, which also names the manifest: MANIFEST_NAME).
 """
 
 from __future__ import annotations
@@ -16,9 +17,9 @@ import json
 from collections import Counter
 from pathlib import Path
 
+from irforge.data.generation_manifest import MANIFEST_NAME, generation_facts  # noqa: F401 - the manifest's reader
 from irforge.generation.collection import Generated, split_queries
 
-MANIFEST_NAME = "generation.json"
 PROVENANCE_NAME = "provenance.jsonl"
 HARD_NEGATIVES_NAME = "hard_negatives.tsv"
 
@@ -85,26 +86,3 @@ def write_instruction_sets(folder: Path, sets, seed: int) -> dict:
 def write_provenance(folder: Path, records: list[dict]) -> int:
     order = sorted(records, key=lambda r: (r["subject"], r["stage"], r["cache_key"]))
     return write_jsonl(folder / PROVENANCE_NAME, order)
-
-
-def generation_facts(dataset_root: Path) -> dict | None:
-    """The manifest's key facts for results.json (None when the folder was not generated, or its
-    manifest is unreadable: a results file never fails for it)."""
-    path = Path(dataset_root) / MANIFEST_NAME
-    if not path.is_file():
-        return None
-    try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-        return {"recipe": manifest["recipe"], "model": manifest["model"], "seed": manifest["seed"],
-                "complete": manifest["complete"], "queries": manifest["output"]["queries"],
-                "templates": {name: t["sha256"] for name, t in manifest["templates"].items()},
-                "cost_usd": manifest["cost"]["cost_usd"], "qc": manifest["qc"]["ran"],
-                "manifest_sha256": _sha256(path)}
-    except (ValueError, KeyError, TypeError):
-        return {"error": f"{path} is not a readable generation manifest"}
-
-
-def _sha256(path: Path) -> str:
-    import hashlib
-
-    return hashlib.sha256(path.read_bytes()).hexdigest()

@@ -1,6 +1,6 @@
 """An instruction-following test collection built from BEIR SciFact, without an LLM.
 
-    python -m irforge.instructions.scifact_build --source ../shared/data/beir/scifact --out DIR \\
+    irforge build-instructions --source ../shared/data/beir/scifact --out DIR \\
         [--max-queries N] [--distractors N] [--layout infosearch|followir] [--force]
 
 Every SciFact test query (a scientific claim) is asked in three modes over one corpus, as in
@@ -44,34 +44,31 @@ The SciFact corpus is streamed: a first pass keeps only the relevant abstracts, 
 the document frequency of the candidate terms only, a third copies the documents into each
 dimension's corpus. OUT is built in a staging folder beside it and renamed into place at the end;
 an existing non-empty OUT is refused, and `--force` replaces only an earlier build (a folder whose
-BUILD.json this module wrote), never an arbitrary folder.
+BUILD.json this module wrote), never an arbitrary folder. This module decides what to write; the
+files are written by `scifact_writer.py`, the command line is `cli/build_instructions_cmd.py`.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import re
-import sys
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from irforge.cli.parser import IrforgeParser
 from irforge.common.files import file_sha256
-from irforge.common.output_set import OutputFolderError, OutputSet
+from irforge.common.output_set import OutputSet
 from irforge.data.beir import BeirDataset
-from irforge.data.errors import DataFormatError
 from irforge.data.types import Document
+from irforge.instructions.scifact_writer import Item, ScifactBuildError, check_out, write_corpora, write_dimension
 
 BUILDER = "irforge.instructions.scifact_build"
 FORMAT_VERSION = 1
 SPLIT = "test"
 LAYOUTS = ("infosearch", "followir")
 DIMENSIONS = ("keyword", "length")
-QRELS_HEADER = "query-id\tcorpus-id\tscore\n"
 MODES = {"infosearch": ("og", "changed", "reversed"), "followir": ("og", "changed")}
 
 SENTENCE_BOUNDARY = re.compile(r"(?<=[.?!])\s+(?=[A-Z])")
@@ -142,10 +139,6 @@ INSTRUCTIONS = {
     "abstract": ("Only documents that give the full abstract, several sentences long, are relevant; "
                  "documents whose text is a single sentence are not relevant."),
 }
-
-
-class ScifactBuildError(ValueError):
-    """The source cannot give a collection (no query qualifies, an id clash)."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -220,19 +213,6 @@ def candidate_terms(abstract: Abstract, query_words: set[str], protected: int) -
 # Per-query plans
 
 
-@dataclass
-class Item:
-    """One kept query of one dimension: its instructions, added documents and labels."""
-
-    query_id: str
-    text: str
-    changed: str
-    reversed: str
-    extra: dict[str, Any] = field(default_factory=dict)
-    added: list[tuple[str, Document]] = field(default_factory=list)   # (after original id, document)
-    labels: list[tuple[str, int, int, int]] = field(default_factory=list)  # (doc id, og, changed, reversed)
-
-
 def _sentences_with(abstract: Abstract, term: str) -> int:
     return sum(term in w for w in abstract.sentence_words)
 
@@ -288,46 +268,6 @@ def plan_length(query_id: str, text: str, abstracts: list[Abstract], position: i
 
 
 # ---------------------------------------------------------------------------------------------
-# Output folder
-
-
-def _is_earlier_build(folder: Path) -> bool:
-    try:
-        return json.loads((folder / "BUILD.json").read_text(encoding="utf-8")).get("builder") == BUILDER
-    except (OSError, ValueError, AttributeError):
-        return False
-
-
-def check_out(source: Path, out: Path, force: bool) -> None:
-    """Refuse, before any work, an OUT that overlaps the source or the current folder, is a file,
-    or is a non-empty folder (with --force: one that is not an earlier build of this module)."""
-    src, target, cwd = source.resolve(), out.resolve(), Path.cwd().resolve()
-    if target == src or src in target.parents or target in src.parents:
-        raise OutputFolderError(f"--out {out} overlaps the source {source}: write the collection elsewhere")
-    if target == cwd or target in cwd.parents:
-        raise OutputFolderError(f"--out {out} is the current folder or holds it; the build replaces the whole folder")
-    if not out.exists():
-        return
-    if not out.is_dir():
-        raise OutputFolderError(f"--out {out} exists and is not a folder")
-    if any(out.iterdir()):
-        if not force:
-            raise OutputFolderError(f"--out {out} exists and is not empty: give --force to replace it, "
-                                    "or choose another folder")
-        if not _is_earlier_build(out):
-            raise OutputFolderError(f"--out {out} is not empty and holds no BUILD.json of an earlier build: "
-                                    "--force only replaces an earlier build; choose another folder")
-
-
-def _json_line(value: dict[str, Any]) -> str:
-    return json.dumps(value, ensure_ascii=True) + "\n"
-
-
-def _doc_line(doc: Document) -> str:
-    return _json_line({"_id": doc.doc_id, "title": doc.title, "text": doc.text})
-
-
-# ---------------------------------------------------------------------------------------------
 # Build
 
 
@@ -359,7 +299,7 @@ def build(source: Path, out: Path, *, max_queries: int | None = None, distractor
         raise ValueError(f"max_queries must be at least 1, got {max_queries}")
     if distractors is not None and distractors < 0:
         raise ValueError(f"distractors must be 0 or more, got {distractors}")
-    check_out(source, out, force)
+    check_out(source, out, force, BUILDER)
     dataset = BeirDataset.open(source)
     queries, dropped = _read_source(dataset)
 
@@ -422,9 +362,9 @@ def build(source: Path, out: Path, *, max_queries: int | None = None, distractor
     }
     descriptions = {"keyword": (KEYWORD_DESCRIPTION, KEYWORD_LABELS), "length": (LENGTH_DESCRIPTION, LENGTH_LABELS)}
     with OutputSet(out, replaces=None) as staging:
-        corpus_counts = _write_corpora(dataset, staging, plans, distractors)
+        corpus_counts = write_corpora(dataset, staging, plans, distractors)
         for dimension in DIMENSIONS:
-            judgements = _write_dimension(staging / dimension, plans[dimension], layout)
+            judgements = write_dimension(staging / dimension, plans[dimension], MODES[layout], SPLIT)
             description, labels = descriptions[dimension]
             summary["dimensions"][dimension] = {
                 "description": description,
@@ -438,148 +378,3 @@ def build(source: Path, out: Path, *, max_queries: int | None = None, distractor
             }
         (staging / "BUILD.json").write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return summary
-
-
-def _write_corpora(dataset: BeirDataset, staging: Path, plans: dict[str, list[Item]],
-                   distractors: int | None) -> dict[str, dict[str, int]]:
-    """Pass 3: one stream over the SciFact corpus writes every dimension's corpus.jsonl, each added
-    version right after its original; returns the counts per dimension."""
-    after: dict[str, dict[str, list[Document]]] = {}
-    added_ids: dict[str, set[str]] = {}
-    judged: dict[str, set[str]] = {}
-    for dimension, items in plans.items():
-        seen: dict[str, Document] = {}
-        after[dimension] = {}
-        for item in items:
-            for original, doc in item.added:
-                if doc.doc_id in seen:  # two queries share an abstract and its version
-                    if seen[doc.doc_id] != doc:  # cannot happen: an added id names its content's rule
-                        raise ScifactBuildError(f"{dimension}: two different documents named {doc.doc_id!r}")
-                    continue
-                seen[doc.doc_id] = doc
-                after[dimension].setdefault(original, []).append(doc)
-        added_ids[dimension] = set(seen)
-        judged[dimension] = {doc_id for item in items for doc_id, *_ in item.labels} - added_ids[dimension]
-    counts = {d: {"corpus_documents": 0, "scifact_documents": 0, "distractors": 0, "added_documents": 0} for d in plans}
-    handles = {}
-    try:
-        for dimension in plans:
-            (staging / dimension).mkdir()
-            handles[dimension] = open(staging / dimension / "corpus.jsonl", "w", encoding="utf-8", newline="\n")
-        for doc in dataset.corpus():
-            for dimension, handle in handles.items():
-                if doc.doc_id in added_ids[dimension]:
-                    raise ScifactBuildError(f"SciFact document id {doc.doc_id!r} is also the id of an added "
-                                            f"{dimension} version")
-                count = counts[dimension]
-                if doc.doc_id not in judged[dimension]:
-                    if distractors is not None and count["distractors"] >= distractors:
-                        continue
-                    count["distractors"] += 1
-                handle.write(_doc_line(doc))
-                count["scifact_documents"] += 1
-                for version in after[dimension].get(doc.doc_id, ()):
-                    handle.write(_doc_line(version))
-                    count["added_documents"] += 1
-    finally:
-        for handle in handles.values():
-            handle.close()
-    for count in counts.values():
-        count["corpus_documents"] = count["scifact_documents"] + count["added_documents"]
-    return counts
-
-
-def _write_dimension(folder: Path, items: list[Item], layout: str) -> dict[str, dict[str, int]]:
-    """queries.jsonl and the qrels of every mode of one dimension; the judgements per mode."""
-    modes = MODES[layout]
-    with open(folder / "queries.jsonl", "w", encoding="utf-8", newline="\n") as handle:
-        for item in items:
-            record: dict[str, Any] = {"_id": item.query_id, "text": item.text, "instruction_og": "",
-                                      "instruction_changed": item.changed}
-            if "reversed" in modes:
-                record["instruction_reversed"] = item.reversed
-            handle.write(_json_line({**record, **item.extra}))
-    judgements = {}
-    for column, mode in enumerate(modes, start=1):
-        (folder / f"qrels_{mode}").mkdir()
-        lines = relevant = 0
-        with open(folder / f"qrels_{mode}" / f"{SPLIT}.tsv", "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(QRELS_HEADER)
-            for item in items:
-                for label in item.labels:
-                    handle.write(f"{item.query_id}\t{label[0]}\t{label[column]}\n")
-                    lines += 1
-                    relevant += label[column] >= 1
-        judgements[mode] = {"judgements": lines, "relevant": relevant}
-    return judgements
-
-
-# ---------------------------------------------------------------------------------------------
-# Command line
-
-
-def _count(minimum: int):
-    def parse(value: str) -> int:
-        try:
-            number = int(value)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a whole number, got {value!r}") from None
-        if number < minimum:
-            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {number}")
-        return number
-    return parse
-
-
-DESCRIPTION = ("Build an instruction-following test collection (InfoSearch layout: original, instructed and reversely "
-               "instructed modes) from BEIR SciFact, without an LLM: a keyword and a length dimension, one sub-folder "
-               "each, and BUILD.json.")
-
-
-def build_parser() -> IrforgeParser:
-    parser = IrforgeParser(prog="python -m irforge.instructions.scifact_build", description=DESCRIPTION)
-    add_arguments(parser)
-    return parser
-
-
-def add_arguments(parser) -> None:
-    """The builder's options: `python -m irforge.instructions.scifact_build` and `irforge build-instructions`."""
-    parser.add_argument("--source", required=True, type=Path, metavar="DIR",
-                        help="the BEIR SciFact folder (corpus.jsonl, queries.jsonl, qrels/test.tsv)")
-    parser.add_argument("--out", required=True, type=Path, metavar="DIR",
-                        help="the folder to create; built beside it and renamed into place at the end")
-    parser.add_argument("--max-queries", type=_count(1), metavar="N",
-                        help="keep the first N qualifying test queries (qrels order) per dimension (default: all)")
-    parser.add_argument("--distractors", type=_count(0), metavar="N",
-                        help="corpus = the judged documents plus the first N other SciFact documents "
-                             "(default: the whole SciFact corpus)")
-    parser.add_argument("--layout", choices=LAYOUTS, default="infosearch",
-                        help="infosearch: og, changed and reversed modes; followir: og and changed only "
-                             "(default: %(default)s)")
-    parser.add_argument("--force", action="store_true",
-                        help="replace --out when it holds an earlier build (a non-empty folder is refused otherwise)")
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    return run(parser.parse_args(argv), parser.prog)
-
-
-def run(args, prog: str) -> int:
-    """Build as the parsed options say; print the counts; 2 with a one-line error when refused."""
-    try:
-        summary = build(args.source, args.out, max_queries=args.max_queries, distractors=args.distractors,
-                        layout=args.layout, force=args.force)
-    except (OutputFolderError, DataFormatError, ScifactBuildError, OSError) as error:
-        print(f"{prog}: error: {error}", file=sys.stderr)
-        return 2
-    for dimension, counts in summary["dimensions"].items():
-        judged = ", ".join(f"{mode} {c['judgements']} ({c['relevant']} relevant)"
-                           for mode, c in counts["judgements"].items())
-        print(f"{dimension}: {counts['queries']} queries ({counts['skipped']} skipped), "
-              f"{counts['corpus_documents']} documents ({counts['added_documents']} added); judgements: {judged}")
-    print(f"wrote {args.out}")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -32,7 +32,7 @@ import openai
 from irforge.common.api_keys import no_key_hint, openai_auth_headers
 from irforge.common.call_errors import EndpointError, RequestBudgetExhausted
 from irforge.common.calling import CallCounters, RobustCaller
-from irforge.endpoints.tls import openai_http_client
+from irforge.common.endpoint_tls import openai_http_client
 from irforge.llm.errors import ChatErrors
 
 log = logging.getLogger(__name__)

@@ -33,11 +33,11 @@ from irforge.models.reranker import (
 from irforge.models.serve import (
     EncoderDeploymentConfig,
     _replica_info,
-    call_with_replica_retries,
     run_app,
     start_local_ray,
     validate_spec,
 )
+from irforge.models.serve_client import call_with_replica_retries
 
 log = logging.getLogger(__name__)
 

@@ -93,7 +93,7 @@ def connect_encoder(ray_address: str, app_name: str, timeout_s: float):
     loads the model after this pod may already be up). Raises ConnectionError after timeout_s."""
     import ray
 
-    from irforge.models.serve import ray_encoder_for
+    from irforge.models.serve_client import ray_encoder_for
 
     os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
     deadline = time.monotonic() + timeout_s

@@ -152,7 +152,7 @@ class EvalJob:
 
 def _generation(root) -> dict:
     """{"generation": the manifest's key facts} for a collection `irforge generate` wrote, else {}."""
-    from irforge.generation.output import generation_facts
+    from irforge.data.generation_manifest import generation_facts
 
     facts = generation_facts(root)
     return {"generation": facts} if facts is not None else {}

@@ -49,8 +49,8 @@ from elasticsearch.helpers import streaming_bulk
 
 from irforge.corpus.errors import CorpusBusy, CorpusConflict, CorpusError, CorpusNotFound, CorpusNotReady
 from irforge.corpus.lexical.base import CorpusState
-from irforge.corpus.lexical.elasticsearch import (
-    CLIENT_VERSION, MAX_RESULT_WINDOW, MSEARCH_CHUNK, ElasticsearchConnection, _reason, ranked_search_body,
+from irforge.corpus.lexical.elasticsearch_connection import (
+    CLIENT_VERSION, MAX_RESULT_WINDOW, MSEARCH_CHUNK, ElasticsearchConnection, error_reason, ranked_search_body,
 )
 from irforge.corpus.vectors import (
     check_collection_id, check_k, check_sparse, check_sparse_upsert, cut, reconciled_sparse, sparse_meta,
@@ -126,7 +126,7 @@ def search_body(terms: dict[str, float], k: int) -> dict:
 def hits_from_response(response: dict, k: int) -> Ranking:
     """One msearch response as a Ranking in tie-rule order (raises CorpusError for an error response)."""
     if "error" in response:
-        raise CorpusError(_reason(response["error"]))
+        raise CorpusError(error_reason(response["error"]))
     return cut(((hit["_id"], float(hit["_score"])) for hit in response["hits"]["hits"]), k)
 
 
@@ -263,7 +263,7 @@ class ElasticsearchSparseBackend(ElasticsearchConnection, VectorBackend):
                 ):
                     if not ok:
                         result = next(iter(item.values()))
-                        failed.append(f"{result.get('_id', '')}: {_reason(result.get('error'))}")
+                        failed.append(f"{result.get('_id', '')}: {error_reason(result.get('error'))}")
             if failed:
                 raise CorpusError(f"Elasticsearch refused {len(failed)} of {len(doc_ids)} vectors for collection "
                                   f"{collection_id!r} (it stays uncommitted), first: {failed[0]}")
