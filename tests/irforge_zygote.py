@@ -1,26 +1,29 @@
-"""A pre-imported `irforge` for the documented-commands test: one process imports irforge's CLI
+"""A pre-imported `irforge` for tests that run it as a command: one process imports irforge's CLI
 and the libraries its commands load (torch, transformers, sentence-transformers, scipy, grpc...)
 once, then forks a fresh child for every `irforge` line a doc block runs. The child is the command:
 it takes the caller's stdin/stdout/stderr (passed over a Unix socket), working directory,
 environment and arguments, and runs `irforge.cli.main.main()` exactly as `python -m
-irforge.cli.main` would, exiting through the interpreter's normal shutdown. What a reader's
-command does is unchanged; what is skipped is re-importing the same modules ~70 times (1-2 s
-each for the CLI, 4-7 s more for torch and sentence-transformers on the suite's shared cores).
+irforge.cli.main` would, with its own pid, exit status and stdio. What the command does is
+unchanged; what is skipped is importing the same modules again for every command (1-2 s each for
+the CLI, 4-7 s more for torch and sentence-transformers, on the suite's two shared cores).
+
+Not for tests about the process itself: a SIGKILL reaches the client, and the command only
+~50 ms later (its monitor sees the client go); those tests start `python -m irforge.cli.main`.
 
 Three pieces:
-- `python irforge_zygote.py serve SOCKET`: the pre-imported process (started by the docs'
-  workspace fixture with the workspace's environment, so what libraries read from it at import,
-  HOME and HF_* among them, is what the commands would read). It refuses to start if an import
-  left a thread running: fork copies only the calling thread.
+- `python irforge_zygote.py serve SOCKET`: the pre-imported process (Zygote below), started with
+  the environment its commands get, so what libraries read from it at import (HOME and HF_*
+  among them) is what the commands would read. It refuses to start if an import left a thread
+  running: fork copies only the calling thread.
 - per command, a monitor (forked from it) that forks the command, tells the client its pid,
   waits for it and sends back its wait status; it kills the command if the client goes away.
-- `python -I -S irforge_zygote.py client SOCKET ARGS...`: what `irforge` on the workspace's PATH
-  runs (no site-packages, no imports beyond the standard library: ~20 ms). It forwards
+- `python -I -S irforge_zygote.py client SOCKET ARGS...` (Zygote.command): what stands for
+  `irforge` (no site-packages, no imports beyond the standard library: ~20 ms). It forwards
   SIGINT/SIGTERM/SIGHUP/SIGQUIT to the command and ends as the command ended (its exit status,
   or the same signal).
 
 `irforge serve`, whose process lifecycle the docs test checks (SIGTERM, exit 0), does not go
-through here: conftest.start_platform runs it as its own interpreter.
+through here: tests/docs/conftest.start_platform runs it as its own interpreter.
 """
 
 from __future__ import annotations
@@ -170,7 +173,38 @@ def run_command(argv: list[str]) -> None:
     os._exit(code & 0xFF)
 
 
-# ---- the client: `irforge` on PATH ------------------------------------------------------------------
+# ---- the test's side -------------------------------------------------------------------------------
+
+class Zygote:
+    """The pre-imported process, started now with `env`, listening on `path` (keep it short:
+    AF_UNIX paths stop at 107 bytes); `command` runs one irforge command through it."""
+
+    def __init__(self, path, env: dict, timeout: float = 240.0):
+        import subprocess
+        from pathlib import Path
+
+        self.path = Path(path)
+        self.log = self.path.with_suffix(".log")
+        with open(self.log, "w") as errors:
+            self.process = subprocess.Popen([sys.executable, __file__, "serve", str(self.path)], env=env,
+                                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=errors, text=True)
+        ready = self.process.stdout.readline()
+        if ready.strip() != "ready":
+            self.process.kill()
+            self.process.wait()
+            raise RuntimeError(f"the pre-imported irforge did not start: {ready}{self.log.read_text()[-3000:]}")
+
+    @property
+    def command(self) -> list[str]:
+        """argv standing for `irforge` (append the arguments)."""
+        return [sys.executable, "-I", "-S", __file__, "client", str(self.path)]
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=30)
+
+
+# ---- the client: `irforge` ------------------------------------------------------------------
 
 def client(path: str, argv: list[str]) -> None:
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
