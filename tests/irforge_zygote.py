@@ -7,8 +7,10 @@ irforge.cli.main` would, with its own pid, exit status and stdio. What the comma
 unchanged; what is skipped is importing the same modules again for every command (1-2 s each for
 the CLI, 4-7 s more for torch and sentence-transformers, on the suite's two shared cores).
 
-Not for tests about the process itself: a SIGKILL reaches the client, and the command only
-~50 ms later (its monitor sees the client go); those tests start `python -m irforge.cli.main`.
+The command gets the caller's arguments, environment, working directory, umask and stdin/stdout/
+stderr; not its process group, session, nice value or resource limits (the pre-imported
+process's). Not for tests about the process itself: a SIGKILL reaches the client, and the command
+only ~50 ms later (its monitor sees the client go); those tests start `python -m irforge.cli.main`.
 
 Three pieces:
 - `python irforge_zygote.py serve SOCKET`: the pre-imported process (Zygote below), started with
@@ -107,6 +109,7 @@ def monitor(conn: socket.socket):
             os.dup2(fd, number)
             os.close(fd)
         os.chdir(request["cwd"])
+        os.umask(request["umask"])
         os.environ.clear()
         os.environ.update(request["env"])
         # What a fresh interpreter has: Python's own handlers, the rest default.
@@ -209,7 +212,9 @@ class Zygote:
 def client(path: str, argv: list[str]) -> None:
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     conn.connect(path)
-    data = json.dumps({"argv": argv, "cwd": os.getcwd(), "env": dict(os.environ)}).encode()
+    mask = os.umask(0o022)
+    os.umask(mask)
+    data = json.dumps({"argv": argv, "cwd": os.getcwd(), "env": dict(os.environ), "umask": mask}).encode()
     socket.send_fds(conn, [HEADER.pack(len(data)) + data], [0, 1, 2])
     pid = _recv(conn)["pid"]
     for number in FORWARDED:
