@@ -25,7 +25,7 @@ Three pieces:
   or the same signal).
 
 `irforge serve`, whose process lifecycle the docs test checks (SIGTERM, exit 0), does not go
-through here: tests/docs/conftest.start_platform runs it as its own interpreter.
+through here: tests/docs/conftest.launch_platform runs it as its own interpreter.
 """
 
 from __future__ import annotations
