@@ -155,7 +155,12 @@ def irforge_command() -> list[str]:
         spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("irforge_zygote.py"))
         sys.modules[name] = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(sys.modules[name])
-    zygote = sys.modules[name].Zygote(SESSION_TMP / "irforge.sock", dict(os.environ))
+    import irforge
+
+    # The irforge this session imports, whether installed or on PYTHONPATH (its own imports only:
+    # each command gets the caller's environment).
+    path = os.pathsep.join(filter(None, [str(Path(irforge.__file__).parents[1]), os.environ.get("PYTHONPATH")]))
+    zygote = sys.modules[name].Zygote(SESSION_TMP / "irforge.sock", {**os.environ, "PYTHONPATH": path})
     yield zygote.command
     zygote.stop()
 

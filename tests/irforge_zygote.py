@@ -76,7 +76,8 @@ def serve(path: str):
         try:
             importlib.import_module(name)
         except ImportError:
-            pass
+            if name == "irforge.cli.main":
+                raise
     threads = [t.name for t in threading.enumerate() if t is not threading.main_thread()]
     if threads:
         raise SystemExit(f"irforge_zygote: importing {PRELOAD} started threads {threads}: forking would be unsafe")
