@@ -38,7 +38,7 @@ import socket
 import struct
 import sys
 
-# Imported before forking. Each is optional (the command imports what is missing itself).
+# Imported before forking; all but the CLI are optional (a command imports what is missing itself).
 PRELOAD = ("irforge.cli.main", "numpy", "scipy.stats", "torch", "transformers", "sentence_transformers", "grpc",
            "pytrec_eval", "bm25s", "Stemmer", "yaml", "irforge.pipeline", "irforge.models.encoder",
            "irforge.corpus.core", "irforge.corpus.vectors")
