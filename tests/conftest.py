@@ -139,6 +139,32 @@ def conformance_dir() -> Path:
     return CONFORMANCE
 
 
+@pytest.fixture(scope="session")
+def irforge_command() -> list[str]:
+    """argv standing for the `irforge` command (append its arguments; run it with subprocess): a
+    real process with its own pid, exit status, stdio, environment and working directory, forked
+    from one that imported the CLI and torch once (tests/irforge_zygote.py) instead of a fresh
+    interpreter importing them again (1-2 s a command here, several more with a model). For tests
+    of what a command prints, exits with and writes; not for tests that signal or kill it (the
+    signal reaches a client that forwards it) or time its start."""
+    import importlib.util
+    import sys
+
+    name = "irforge_tests_zygote"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("irforge_zygote.py"))
+        sys.modules[name] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(sys.modules[name])
+    import irforge
+
+    # The irforge this session imports, whether installed or on PYTHONPATH (its own imports only:
+    # each command gets the caller's environment).
+    path = os.pathsep.join(filter(None, [str(Path(irforge.__file__).parents[1]), os.environ.get("PYTHONPATH")]))
+    zygote = sys.modules[name].Zygote(SESSION_TMP / "irforge.sock", {**os.environ, "PYTHONPATH": path})
+    yield zygote.command
+    zygote.stop()
+
+
 @pytest.fixture()
 def unused_port() -> int:
     """A loopback port with nothing listening (bound, then released)."""

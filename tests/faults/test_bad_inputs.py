@@ -12,9 +12,7 @@ streamed to the evaluator's Evaluate.
 from __future__ import annotations
 
 import logging
-import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -229,15 +227,15 @@ def test_the_grpc_evaluator_refuses_the_same_entries(case, services):
 # -- the installed command, as a user runs it --------------------------------------------------
 
 @pytest.mark.parametrize("command, case", [("eval", BEIR_CASES[0]), ("metrics", TREC_CASES[2])], ids=["eval", "metrics"])
-def test_the_command_exits_2_without_a_traceback(command, case, tmp_path):
+def test_the_command_exits_2_without_a_traceback(command, case, tmp_path, irforge_command):
     if command == "eval":
         folder = write_beir(tmp_path / "ds", case)
         argv = eval_argv(folder, tmp_path / "out", "--index-dir", str(tmp_path / "indexes"))
     else:
         folder = tmp_path
         argv = ["metrics", *map(str, write_trec(tmp_path, case))]
-    done = subprocess.run([sys.executable, "-m", "irforge.cli.main", *argv], capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}, timeout=120)
+    # Its own process (forked from the pre-imported irforge, tests/conftest.py: irforge_command).
+    done = subprocess.run([*irforge_command, *argv], capture_output=True, text=True, timeout=120)
     assert done.returncode == 2
     assert done.stderr.strip().splitlines()[-1].startswith(f"irforge {command}: error: {expected(folder, case)}")
     assert "Traceback" not in done.stderr

@@ -4,13 +4,17 @@ no traceback and no work done (no index built, no judge opened, nothing written)
 from __future__ import annotations
 
 import subprocess
-import sys
 
 import pytest
 
 
-def irforge(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "irforge.cli.main", *args], capture_output=True, text=True, timeout=120)
+@pytest.fixture(scope="module")
+def irforge(irforge_command):
+    """The command as a user runs it: its own process, exit status, stdout and stderr (forked from
+    the pre-imported irforge, tests/conftest.py)."""
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([*irforge_command, *args], capture_output=True, text=True, timeout=120)
+    return run
 
 
 def assert_refused(done: subprocess.CompletedProcess, command: str, message: str) -> None:
@@ -33,20 +37,20 @@ def trec_files(tmp_path_factory):
     (["-l", "0"], "-l must be at least 1, got 0"),
     (["-l", "-3"], "-l must be at least 1, got -3"),
 ])
-def test_metrics_refuses_nonsense_options(trec_files, flags, message):
+def test_metrics_refuses_nonsense_options(irforge, trec_files, flags, message):
     qrels, run = trec_files
     assert_refused(irforge("metrics", str(qrels), str(run), "-m", "P.1", *flags), "metrics", message)
 
 
 @pytest.mark.parametrize(("measure", "value"), [("P.0", "0"), ("P.5,0", "0"), ("ndcg_cut.0.5", "0.5"), ("success.1,-2", "-2")])
-def test_metrics_refuses_cutoffs_that_abort_trec_eval(trec_files, measure, value):
+def test_metrics_refuses_cutoffs_that_abort_trec_eval(irforge, trec_files, measure, value):
     """pytrec_eval takes these and then kills the process with a C assertion (SIGABRT)."""
     qrels, run = trec_files
     assert_refused(irforge("metrics", str(qrels), str(run), "-m", measure), "metrics",
                    f"measure {measure!r}: cutoffs must be numbers of at least 1, got {value!r}")
 
 
-def test_metrics_still_takes_sensible_options(trec_files):
+def test_metrics_still_takes_sensible_options(irforge, trec_files):
     qrels, run = trec_files
     done = irforge("metrics", str(qrels), str(run), "-m", "P.1", "-M", "1", "-l", "1")
     assert done.returncode == 0 and done.stdout.split() == ["P_1", "all", "1.0000"], done.stderr
@@ -71,7 +75,7 @@ def test_metrics_still_takes_sensible_options(trec_files):
     (["--max-seq-length", "0"], "--max-seq-length must be at least 1, got 0"),
     (["--rerank-depth", "0"], "--rerank-depth must be at least 1, got 0"),
 ])
-def test_eval_refuses_nonsense_numbers_before_any_work(beir_dir, tmp_path, flags, message):
+def test_eval_refuses_nonsense_numbers_before_any_work(irforge, beir_dir, tmp_path, flags, message):
     done = irforge("eval", "--dataset", str(beir_dir / "scifact"), "--out", str(tmp_path / "out"),
                    "--index-dir", str(tmp_path / "indexes"), "--vector-dir", str(tmp_path / "vectors"),
                    "--embedding-cache", str(tmp_path / "cache.sqlite3"), *flags)
@@ -79,7 +83,7 @@ def test_eval_refuses_nonsense_numbers_before_any_work(beir_dir, tmp_path, flags
     assert sorted(p.name for p in tmp_path.iterdir()) == []  # no index, vectors, cache or output
 
 
-def test_eval_out_naming_a_file_is_refused_before_any_work(beir_dir, tmp_path):
+def test_eval_out_naming_a_file_is_refused_before_any_work(irforge, beir_dir, tmp_path):
     (tmp_path / "results").write_text("mine\n")
     done = irforge("eval", "--dataset", str(beir_dir / "scifact"), "--out", str(tmp_path / "results"),
                    "--index-dir", str(tmp_path / "indexes"))
@@ -87,7 +91,7 @@ def test_eval_out_naming_a_file_is_refused_before_any_work(beir_dir, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["results"] and (tmp_path / "results").read_text() == "mine\n"
 
 
-def test_judge_holes_out_naming_a_file_is_refused_before_judging(beir_dir, trec_files, tmp_path):
+def test_judge_holes_out_naming_a_file_is_refused_before_judging(irforge, beir_dir, trec_files, tmp_path):
     _, run = trec_files
     (tmp_path / "holes").write_text("mine\n")
     done = irforge("judge-holes", "--dataset", str(beir_dir / "scifact"), "--run", str(run), "--depth", "1",
@@ -101,6 +105,6 @@ def test_judge_holes_out_naming_a_file_is_refused_before_judging(beir_dir, trec_
     (["--rrf-k", "nan"], "job spec field 'pipeline.fusion.rrf_k': --rrf-k must be a finite number within 0..1000000, got nan"),
     (["--hnsw-ef", "0"], "job spec field 'pipeline.vectors.hnsw_ef': --hnsw-ef must be at least 1, got 0"),
 ])
-def test_submit_refuses_the_same_numbers_before_reaching_a_server(beir_dir, unused_port, flags, message):
+def test_submit_refuses_the_same_numbers_before_reaching_a_server(irforge, beir_dir, unused_port, flags, message):
     done = irforge("submit", "--server", f"127.0.0.1:{unused_port}", "--dataset", str(beir_dir / "scifact"), *flags)
     assert_refused(done, "submit", message)

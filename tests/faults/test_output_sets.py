@@ -25,13 +25,29 @@ def irforge(*args: str) -> list[str]:
     return [sys.executable, "-m", "irforge.cli.main", *args]
 
 
+def eval_args(beir_dir: Path, out: Path, index_dir: Path, k1: str) -> list[str]:
+    return ["eval", "--dataset", str(beir_dir / "scifact"), "--out", str(out), "--index-dir", str(index_dir),
+            "--k1", k1, *SCIFACT_ARGS]
+
+
 def eval_argv(beir_dir: Path, out: Path, index_dir: Path, k1: str) -> list[str]:
-    return irforge("eval", "--dataset", str(beir_dir / "scifact"), "--out", str(out), "--index-dir", str(index_dir),
-                   "--k1", k1, *SCIFACT_ARGS)
+    """A run to kill: its own interpreter, so SIGKILL lands on the process writing the set."""
+    return irforge(*eval_args(beir_dir, out, index_dir, k1))
+
+
+# The runs that complete (they put a set in place, or are checked for what they leave) go through
+# the pre-imported irforge (tests/conftest.py: irforge_command): the same command, its own process.
+PREIMPORTED: list[str] = []
+
+
+@pytest.fixture(scope="module", autouse=True)
+def preimported(irforge_command):
+    PREIMPORTED[:] = irforge_command
 
 
 def run_eval(beir_dir, out, index_dir, k1) -> None:
-    done = subprocess.run(eval_argv(beir_dir, out, index_dir, k1), capture_output=True, text=True, timeout=120)
+    done = subprocess.run([*PREIMPORTED, *eval_args(beir_dir, out, index_dir, k1)], capture_output=True, text=True,
+                          timeout=120)
     assert done.returncode == 0, done.stderr
 
 
@@ -207,8 +223,8 @@ def test_an_out_holding_folders_or_a_file_is_refused_before_any_work(beir_dir, t
     (tmp_path / "file").write_text("mine\n")
     for out, message in [("busy", "holds folders (indexes)"), ("file", "exists and is not a folder"),
                          ("file/sub", f"{tmp_path / 'file'} is not a folder")]:
-        done = subprocess.run(irforge("eval", "--dataset", str(beir_dir / "scifact"), "--out", str(tmp_path / out),
-                                      "--index-dir", str(tmp_path / "idx")), capture_output=True, text=True, timeout=60)
+        done = subprocess.run([*PREIMPORTED, "eval", "--dataset", str(beir_dir / "scifact"), "--out", str(tmp_path / out),
+                               "--index-dir", str(tmp_path / "idx")], capture_output=True, text=True, timeout=60)
         assert done.returncode == 2 and f"irforge eval: error: --out {tmp_path / out}: {message}" in done.stderr, done.stderr
         assert "Traceback" not in done.stderr and not (tmp_path / "idx").exists()  # nothing was indexed
     assert (tmp_path / "file").read_text() == "mine\n"
