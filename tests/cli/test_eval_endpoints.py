@@ -56,7 +56,7 @@ def test_search_grpc_endpoint_scores_like_the_same_retriever_in_process(team_ret
 @pytest.mark.parametrize(("spec_fields", "flags", "message"), [
     ({"kind": "rerank-http", "url": "http://127.0.0.1:9/v1"}, [], "pass it with --reranker-endpoint"),
     ({"kind": "search-grpc", "url": "127.0.0.1:9", "bogus": 1}, [], "unknown key(s) bogus"),
-    ({"kind": "search-grpc", "url": "127.0.0.1:9"}, ["--endpoint-max-concurrency", "0"], "max_concurrency must be at least 1"),
+    ({"kind": "search-grpc", "url": "127.0.0.1:9"}, ["--endpoint-max-concurrency", "0"], "--endpoint-max-concurrency must be at least 1"),
 ])
 def test_bad_endpoint_specs_are_refused_before_any_work(spec_fields, flags, message, scifact_subset, tmp_path, capsys):
     spec = write_spec(tmp_path / "spec.yaml", **spec_fields)

@@ -6,12 +6,13 @@ and a YAML file."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import threading
 from contextlib import nullcontext
 from pathlib import Path
 
 import pytest
-from irforge.config import PipelineConfig
+from irforge.config import PipelineConfig, with_options
 from irforge.config.options import leaves
 from irforge.orchestrator.context import ServiceAddresses, StepContext
 from irforge.orchestrator.errors import JobSpecError
@@ -178,3 +179,17 @@ def test_the_documented_job_spec_files_read(doc):
     for block in blocks:
         spec = JobSpec.from_mapping(yaml.safe_load(block), source=doc)
         assert spec.is_suite or spec.dataset
+
+
+def test_a_url_carrying_credentials_is_refused_in_a_job_and_redacted_in_results(tmp_path):
+    from irforge.config import recorded
+
+    files = _files(tmp_path)
+    secret = "http://alice:s3cret@127.0.0.1:9/v1?api_key=K3Y"
+    with pytest.raises(JobSpecError, match=r"pipeline.endpoint.url.*carries credentials") as refused:
+        JobSpec.of(dataset=str(tmp_path), endpoint=files["endpoint.yaml"], endpoint_url=secret).validate()
+    assert "s3cret" not in str(refused.value) and "K3Y" not in str(refused.value)
+    config = with_options(PipelineConfig(dataset="d"), {"endpoint": files["endpoint.yaml"], "endpoint_url": secret,
+                                                        "listwise_llm": secret, "listwise_model": "m"})
+    written = json.dumps(recorded(config))
+    assert "s3cret" not in written and "K3Y" not in written and "127.0.0.1:9" in written

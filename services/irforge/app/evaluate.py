@@ -17,7 +17,7 @@ from irforge.app.errors import UsageError
 from irforge.app.holes import JudgeChoice, fill_holes_after_eval
 from irforge.builder.pipeline import PipelineBuilder
 from irforge.common.output_set import OutputSet, check_output_folder, check_outside
-from irforge.config import PipelineConfig, to_mapping, validate
+from irforge.config import PipelineConfig, recorded, validate
 from irforge.datasets import resolve_dataset
 from irforge.evaluator.measures import parse_measures
 from irforge.pipeline.eval_job import EvalJob, EvalJobSpec
@@ -71,7 +71,7 @@ def evaluate(config: PipelineConfig, out: str | Path) -> Results:
         with OutputSet(out) as staging:
             spec = EvalJobSpec(dataset=Path(config.dataset), out_dir=staging, split=config.split, top_k=config.top_k,
                                measures=measures_of(config), drop_identical_ids=not config.evaluation.keep_identical_ids,
-                               config=to_mapping(config))
+                               config=recorded(config))
             results = Results(EvalJob(spec, retriever, evaluator, mode).run(), folder=out)
             if config.holes.depth is not None:
                 fill_holes_after_eval(judge_choice(config), config.holes.depth, spec, results,
@@ -92,7 +92,7 @@ def evaluate_instructions(config: PipelineConfig, out: str | Path) -> Results:
                               measures=measures_of(config, "eval-instructions"),
                               template=InstructionTemplate(config.instructions.template),
                               drop_identical_ids=not config.evaluation.keep_identical_ids,
-                              robustness_k=config.instructions.robustness_k, config=to_mapping(config))
+                              robustness_k=config.instructions.robustness_k, config=recorded(config))
     collections = open_instruction_collections(config.dataset, config.split)  # a bad folder fails before any model loads
     with ExitStack() as stack:
         retriever, evaluator, mode = open_pipeline(config, stack)

@@ -7,9 +7,9 @@ from irforge.config.pipeline import (DEFAULT_MODEL, RETRIEVERS, Bm25Config, Enco
                                      FusionConfig, HolesConfig, InstructionsConfig, PipelineConfig, RerankConfig,
                                      ServicesConfig, StoresConfig, VectorsConfig)
 from irforge.config.rules import validate
-from irforge.config.values import changed, dump, from_mapping, load, to_mapping, with_options
+from irforge.config.values import changed, dump, from_mapping, load, recorded, to_mapping, with_options
 
 __all__ = ["DEFAULT_MODEL", "RETRIEVERS", "Bm25Config", "ConfigError", "EncoderConfig", "EndpointConfig", "EvaluationConfig",
            "FusionConfig", "HolesConfig", "InstructionsConfig", "PipelineConfig", "RerankConfig", "ServicesConfig",
            "StoresConfig", "VectorsConfig", "changed", "dump", "from_mapping", "load",
-           "to_mapping", "validate", "with_options"]
+           "recorded", "to_mapping", "validate", "with_options"]

@@ -40,6 +40,7 @@ class OptionInfo:
     metavar: str | None = None
     location: bool = False                      # where something is kept, not a choice (see rules.py)
     key: str | None = None                      # the flat name when it is not the flag's (-m/--measure: measures)
+    url: bool = False                           # a URL, which may carry credentials: recorded redacted
 
     @property
     def name(self) -> str:

@@ -132,7 +132,7 @@ class FusionConfig:
 class EndpointConfig:
     spec: str | None = option(None, "--endpoint", "your model endpoint: openai-embeddings (irforge indexes and searches "
                               "its vectors), search-http or search-grpc (your endpoint retrieves)", metavar="SPEC.yaml")
-    url: str | None = option(None, "--endpoint-url", "override the spec's url")
+    url: str | None = option(None, "--endpoint-url", "override the spec's url", url=True)
     model: str | None = option(None, "--endpoint-model", "override the spec's model")
     batch_size: int | None = option(None, "--endpoint-batch-size", "override the spec's batch_size", check=_at_least(1))
     max_concurrency: int | None = option(None, "--endpoint-max-concurrency", "override the spec's max_concurrency",
@@ -148,7 +148,7 @@ class RerankConfig:
     endpoint: str | None = option(None, "--reranker-endpoint", "rerank with your rerank-http or rerank-grpc endpoint",
                                   metavar="SPEC.yaml")
     listwise_llm: str | None = option(None, "--listwise-llm", "rerank listwise (RankGPT sliding window) with this "
-                                      "OpenAI-compatible chat endpoint (base URL incl. /v1)", metavar="URL")
+                                      "OpenAI-compatible chat endpoint (base URL incl. /v1)", metavar="URL", url=True)
     listwise_model: str | None = option(None, "--listwise-model", "chat model name for --listwise-llm")
     listwise_api_key_env: str | None = option(None, "--listwise-api-key-env", "environment variable holding the chat "
                                               "endpoint's key", metavar="VAR")
@@ -170,9 +170,9 @@ class StoresConfig:
     embedding_cache: str | None = option(None, "--embedding-cache", "embedding cache file (default $IRFORGE_CACHE_DIR or "
                                          "the user cache dir)", location=True)
     elasticsearch_url: str | None = option(None, "--elasticsearch-url", "Elasticsearch URL for --backend elasticsearch and "
-                                           "--vector-backend elasticsearch (default $IRFORGE_ELASTICSEARCH_URL)")
+                                           "--vector-backend elasticsearch (default $IRFORGE_ELASTICSEARCH_URL)", url=True)
     qdrant_url: str | None = option(None, "--qdrant-url", "Qdrant server URL for --vector-backend qdrant (default "
-                                    "$IRFORGE_QDRANT_URL)")
+                                    "$IRFORGE_QDRANT_URL)", url=True)
 
 
 @dataclass(frozen=True)

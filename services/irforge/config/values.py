@@ -27,6 +27,24 @@ def to_mapping(config) -> dict:
     return result
 
 
+def recorded(config) -> dict:
+    """The whole configuration as results.json records it: to_mapping with the credentials taken
+    out of every URL (user:password, secret query values). Secrets come from the environment and
+    never reach a result; a rerun from results.json gets them again the same way."""
+    from irforge.common.redact import redact_url
+
+    mapping = to_mapping(config)
+    for leaf in leaves(type(config)):
+        if leaf.info.url:
+            *sections, name = leaf.path
+            target = mapping
+            for section in sections:
+                target = target[section]
+            if target[name]:
+                target[name] = redact_url(target[name])
+    return mapping
+
+
 def from_mapping(cls: type[T], mapping, source: str = "configuration", base: T | None = None) -> T:
     """`cls` from nested plain data; absent keys keep `base`'s values (default: the defaults)."""
     if not isinstance(mapping, dict):

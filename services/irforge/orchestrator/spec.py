@@ -125,6 +125,7 @@ class JobSpec:
             raise JobSpecError(f"job spec field {where!r}: {message}")
 
         given = changed(self.pipeline)
+        self._refuse_credentials(given)
         refused = [name for name in given if name in JOB_REFUSED]
         if refused:
             names = ", ".join(f"{_DOTTED[JOB_REFUSED[n]]!r} ({JOB_REFUSED[n]})" for n in refused)
@@ -156,6 +157,19 @@ class JobSpec:
                     bad(f"pipeline.instructions.{name.replace('instruction_', '')}",
                         "applies to instruction-following jobs (`instructions`), not to this one")
         return self
+
+    def _refuse_credentials(self, given: dict) -> None:
+        """A job's spec is stored and shown to every client of the orchestrator (jobs, watch): a URL
+        in it must not carry credentials. Keys belong in the endpoint spec's api_key_env (the
+        orchestrator's environment), as for spec files."""
+        from irforge.common.redact import redact_url
+
+        for leaf in leaves(PipelineConfig):
+            value = given.get(leaf.info.name)
+            if leaf.info.url and isinstance(value, str) and redact_url(value) != value:
+                raise JobSpecError(f"job spec field 'pipeline.{leaf.dotted}' ({leaf.info.flag}): {redact_url(value)} carries "
+                                   "credentials, and a job's spec is shown to every client of the orchestrator; put the key "
+                                   "in an environment variable the endpoint spec names (api_key_env)")
 
     def _validate_suite(self, bad) -> None:
         from irforge.bench.suite import LABEL, RESERVED_LABELS

@@ -19,7 +19,7 @@ from pathlib import Path
 from irforge.common.allowed_roots import checked
 from irforge.common.files import atomic_write, write_json_atomic
 from irforge.common.output_set import EVAL_SET, OutputSet
-from irforge.config import to_mapping
+from irforge.config import recorded
 from irforge.data import BeirDataset
 from irforge.data.types import Query, Run
 from irforge.orchestrator.context import StepContext
@@ -277,7 +277,7 @@ def evaluate(ctx: StepContext) -> dict:
     out_dir = ctx.results_dir
     eval_spec = EvalJobSpec(dataset=Path(spec.dataset), out_dir=out_dir, split=spec.split, top_k=spec.pipeline.top_k,
                             measures=spec.measures, drop_identical_ids=not spec.pipeline.evaluation.keep_identical_ids,
-                            config=to_mapping(spec.pipeline))   # recorded whole, as an in-process eval records it
+                            config=recorded(spec.pipeline))   # recorded whole, as an in-process eval records it
     with OutputSet(out_dir) as staging:  # as `irforge eval` writes OUT: the old set or the new one, never a mix
         results = _evaluate_into(ctx, stage, replace(eval_spec, out_dir=staging))
     if spec.output:
@@ -320,7 +320,7 @@ def evaluate_instructions(ctx: StepContext) -> dict:
     job_spec = InstructionJobSpec(collection=Path(spec.dataset), out_dir=out_dir, split=spec.split, top_k=config.top_k,
                                   measures=spec.measures, template=InstructionTemplate(config.instructions.template),
                                   drop_identical_ids=not config.evaluation.keep_identical_ids,
-                                  robustness_k=config.instructions.robustness_k, config=to_mapping(config))
+                                  robustness_k=config.instructions.robustness_k, config=recorded(config))
     # Two jobs on one folder would build the same indexes at once (the corpus service refuses a second writer).
     with ctx.lock(f"instructions:{Path(spec.dataset).resolve()}"), OutputSet(out_dir) as staging:
         job = InstructionJob(replace(job_spec, out_dir=staging), retriever, ctx.evaluator, ctx.mode)
