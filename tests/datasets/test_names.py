@@ -136,7 +136,6 @@ def test_submit_sends_the_copy_a_name_resolves_to_and_other_paths_unchanged(tmp_
     """`irforge submit` resolves names here, as eval does; a missing path may be the orchestrator's own."""
     from irforge.cli.main import build_parser
     from irforge.orchestrator.errors import JobSpecError
-    from irforge.orchestrator.spec import JobSpec
 
     datasets = tmp_path / "datasets"
     monkeypatch.setenv("IRFORGE_DATASETS_DIR", str(datasets))

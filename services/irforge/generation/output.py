@@ -17,7 +17,7 @@ import json
 from collections import Counter
 from pathlib import Path
 
-from irforge.data.generation_manifest import MANIFEST_NAME, generation_facts  # noqa: F401 - the manifest's reader
+from irforge.data.generation_manifest import MANIFEST_NAME
 from irforge.generation.collection import Generated, split_queries
 
 PROVENANCE_NAME = "provenance.jsonl"
