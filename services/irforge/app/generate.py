@@ -85,7 +85,7 @@ def estimate(request: GenerateRequest) -> dict:
 def check(request: GenerateRequest):
     """(the LLM spec, the recipe's module); UsageError for anything wrong, before any request."""
     from irforge.common.output_set import check_outside
-    from irforge.generation.output import MANIFEST_NAME
+    from irforge.data.generation_manifest import MANIFEST_NAME
     from irforge.generation.recipes import RECIPES
     from irforge.judge.spec import JudgeSpec
 
@@ -132,7 +132,8 @@ def generate(request: GenerateRequest) -> dict:
     from irforge.common.versions import package_versions
     from irforge.generation.cache import GenerationCache
     from irforge.generation.engine import Engine
-    from irforge.generation.output import MANIFEST_NAME, write_beir, write_instruction_sets, write_provenance
+    from irforge.data.generation_manifest import MANIFEST_NAME
+    from irforge.generation.output import write_beir, write_instruction_sets, write_provenance
     from irforge.generation.qc_step import run_quality_control
     from irforge.judge.qc.writer import write_json
 

@@ -17,7 +17,6 @@ import json
 from collections import Counter
 from pathlib import Path
 
-from irforge.data.generation_manifest import MANIFEST_NAME
 from irforge.generation.collection import Generated, split_queries
 
 PROVENANCE_NAME = "provenance.jsonl"
