@@ -4,7 +4,7 @@ in the same words as `irforge eval` (irforge.config.rules checks a PipelineConfi
 
 from __future__ import annotations
 
-from irforge.config.options import ConfigError, leaves
+from irforge.config.options import ConfigError, leaves, nearest
 
 
 def check_values(config):
@@ -15,7 +15,9 @@ def check_values(config):
         for part in leaf.path:
             value = getattr(value, part)
         if leaf.info.choices is not None and value not in leaf.info.choices:
-            raise ConfigError(f"{leaf.info.flag} must be one of {', '.join(map(str, leaf.info.choices))}; got {value!r}")
+            choices = ", ".join(map(repr, leaf.info.choices))
+            raise ConfigError(f"{leaf.info.flag}: invalid choice: {value!r} (choose from {choices})"
+                              f"{nearest(str(value), leaf.info.choices)}")
         problem = leaf.info.check(value) if leaf.info.check is not None else None
         if problem:
             raise ConfigError(f"{leaf.info.flag} {problem}")

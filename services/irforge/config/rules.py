@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from irforge.config.options import ConfigError, leaves, nearest
+from irforge.config.checks import check_values
+from irforge.config.options import ConfigError, leaves
 from irforge.config.pipeline import PipelineConfig
 from irforge.config.values import changed
 
@@ -105,23 +106,10 @@ def validate(config: PipelineConfig, use: str = "eval") -> PipelineConfig:
         raise ConfigError("--dataset is required (a BEIR folder or a downloaded dataset's name)")
     if not config.split:
         raise ConfigError("--split must not be empty")
-    _check_values(config)
+    check_values(config)
     _check_combinations(config, use)
     _refuse_what_does_not_apply(config, use)
     return config
-
-
-def _check_values(config: PipelineConfig) -> None:
-    for leaf in leaves(PipelineConfig):
-        value = config
-        for part in leaf.path:
-            value = getattr(value, part)
-        if leaf.info.choices is not None and value not in leaf.info.choices:
-            choices = ", ".join(map(repr, leaf.info.choices))
-            raise ConfigError(f"{leaf.info.flag}: invalid choice: {value!r} (choose from {choices}){nearest(str(value), leaf.info.choices)}")
-        problem = leaf.info.check(value) if leaf.info.check is not None else None
-        if problem:
-            raise ConfigError(f"{leaf.info.flag} {problem}")
 
 
 def _check_combinations(config: PipelineConfig, use: str) -> None:
