@@ -78,3 +78,13 @@ def test_metrics_keywords_are_the_flags(conformance_dir, capsys):
         irforge.metrics(qrels, run, relevance_level=0)
     with pytest.raises(TypeError, match="measure"):
         irforge.metrics(qrels, run, measure=["map"])
+
+
+def test_importing_irforge_stays_light():
+    """`import irforge` loads no numpy, torch or grpc until a function is called (notebooks, CLIs that only print)."""
+    import subprocess
+    import sys
+
+    code = "import sys, irforge; print(sorted({m.split('.')[0] for m in sys.modules} & {'numpy', 'torch', 'grpc', 'scipy'}))"
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert loaded == "[]"

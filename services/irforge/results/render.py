@@ -4,7 +4,8 @@ so the command line, bench and a notebook show the same thing."""
 
 from __future__ import annotations
 
-from irforge.pipeline.latency import latency_lines
+# Light on purpose (`import irforge` stays stdlib-only until called): latency_lines, which needs
+# numpy, is imported where a table is drawn.
 
 
 def describe_retriever(retriever: dict) -> str:
@@ -63,6 +64,8 @@ def markdown(results: dict) -> str:
 
 
 def _eval_lines(results: dict) -> list[str]:
+    from irforge.pipeline.latency import latency_lines
+
     evaluation = results["evaluation"]
     lines = ["", f"{results['dataset']} · {results['split']} · {describe_retriever(results['retriever'])} · "
                  f"{evaluation['queries_evaluated']} queries"]
@@ -95,6 +98,8 @@ def _eval_lines(results: dict) -> list[str]:
 
 # Printed as the paper tables do: modes' nDCG first, then the instruction-following metrics.
 def _instruction_lines(results: dict) -> list[str]:
+    from irforge.pipeline.latency import latency_lines
+
     dimensions = results["dimensions"]
     names = list(results["metrics"])
     queries = sum(d["queries"] for d in dimensions.values())
