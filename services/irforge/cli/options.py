@@ -94,12 +94,7 @@ def config_from_args(args: argparse.Namespace, config_cls, base=None, exclude: t
         config = load(config_cls, config_file)
     else:
         config = base if base is not None else config_cls()
-    options = given_options(args, config_cls, exclude)
-    if options.get("dataset") is not None:
-        options["dataset"] = str(options["dataset"])
-    return with_options(config, options, source="command line")
-
-
+    return with_options(config, given_options(args, config_cls, exclude), source="command line")
 
 
 def section_from_args(args: argparse.Namespace, section_cls):

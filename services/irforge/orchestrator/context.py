@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
-from irforge.builder.pipeline import PipelineBuilder, Placement
+from irforge.builder.pipeline import PipelineBuilder, Placement, missing_service
 from irforge.config import ConfigError
 from irforge.data import BeirDataset
 from irforge.data.types import Query
@@ -46,8 +46,7 @@ class ServiceAddresses:
     def required(self, role: str) -> str:
         address = getattr(self, role)
         if not address:
-            raise JobSpecError(f"this job needs the {role} service, and the orchestrator has no --{role}-server "
-                               f"(or IRFORGE_{role.upper()}_SERVER) configured")
+            raise JobSpecError(missing_service(role))
         return address
 
     def describe(self) -> str:
@@ -134,20 +133,8 @@ class StepContext:
             return part()
 
     @property
-    def corpus(self):
-        return self._built(lambda: self.builder.corpus)
-
-    @property
     def evaluator(self):
         return self._built(lambda: self.builder.evaluator)
-
-    @property
-    def endpoint(self):
-        return self._built(lambda: self.builder.endpoint)
-
-    @property
-    def cache(self):
-        return self._built(lambda: self.builder.cache)
 
     def lexical(self):
         return self._built(self.builder.lexical)
