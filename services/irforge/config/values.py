@@ -126,14 +126,29 @@ def dump(config, path: str | Path) -> None:
     Path(path).write_text(text, encoding="utf-8")
 
 
-def changed(config, default=None) -> dict[str, object]:
-    """Flat names of the options whose value differs from `default`'s (the defaults), with their values."""
+def _differing(config, default):
+    """(leaf, value) for every option whose value differs from `default`'s (the defaults)."""
     default = default if default is not None else type(config)()
-    result = {}
     for leaf in leaves(type(config)):
         value, base = config, default
         for part in leaf.path:
             value, base = getattr(value, part), getattr(base, part)
         if value != base:
-            result[leaf.info.name] = value
-    return result
+            yield leaf, value
+
+
+def changed(config, default=None) -> dict[str, object]:
+    """Flat names of the options whose value differs from `default`'s (the defaults), with their values."""
+    return {leaf.info.name: value for leaf, value in _differing(config, default)}
+
+
+def changed_mapping(config, default=None) -> dict:
+    """The same options nested by section, as plain data (what a job spec shows: the defaults
+    fill in the rest on the way back)."""
+    mapping: dict = {}
+    for leaf, value in _differing(config, default):
+        target = mapping
+        for part in leaf.path[:-1]:
+            target = target.setdefault(part, {})
+        target[leaf.path[-1]] = plain(value)
+    return mapping

@@ -11,7 +11,7 @@ import yaml
 from google.protobuf import json_format
 
 from irforge.config import ConfigError, PipelineConfig, from_mapping as config_from_mapping, to_mapping
-from irforge.config.options import leaves
+from irforge.config.values import changed_mapping
 from irforge.datasets import DatasetError, is_dataset_name, resolve_dataset
 from irforge.orchestrator.errors import JobSpecError
 from irforge.orchestrator.spec import JobSpec, SuiteMember, suite_members
@@ -56,25 +56,8 @@ def to_proto(spec: JobSpec) -> orchestrator_pb2.JobSpec:
         output=spec.output, shards=spec.shards, name=spec.name,
         instructions=orchestrator_pb2.InstructionsSpec(enabled=spec.instructions),
         datasets=[orchestrator_pb2.SuiteDataset(dataset=m.dataset, label=m.label, split=m.split) for m in spec.datasets])
-    message.pipeline.update(chosen_mapping(spec.pipeline))
+    message.pipeline.update(changed_mapping(spec.pipeline))   # the options chosen; results.json records them all
     return message
-
-
-def chosen_mapping(config: PipelineConfig) -> dict:
-    """The options that differ from their defaults, nested by section (what a job spec shows; the
-    defaults fill in the rest on the way back). results.json records the configuration whole."""
-    default = PipelineConfig()
-    mapping: dict = {}
-    for leaf in leaves(PipelineConfig):
-        value, base = config, default
-        for part in leaf.path:
-            value, base = getattr(value, part), getattr(base, part)
-        if value != base:
-            target = mapping
-            for part in leaf.path[:-1]:
-                target = target.setdefault(part, {})
-            target[leaf.path[-1]] = list(value) if isinstance(value, tuple) else value
-    return mapping
 
 
 def from_proto(message: orchestrator_pb2.JobSpec) -> JobSpec:
