@@ -4,7 +4,18 @@ in the same words as `irforge eval` (irforge.config.rules checks a PipelineConfi
 
 from __future__ import annotations
 
+from irforge.common.checks import minimum_problem, range_problem
 from irforge.config.options import ConfigError, leaves, nearest
+
+
+def within(low, high):
+    """An option's check: a finite number within low..high."""
+    return lambda value: range_problem(value, low, high)
+
+
+def at_least(low):
+    """An option's check: at least `low` (None, an option left unset, passes)."""
+    return lambda value: None if value is None else minimum_problem(value, low)
 
 
 def check_values(config):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from irforge.common.checks import minimum_problem, range_problem
+from irforge.config.checks import at_least, within
 from irforge.config.options import option
 
 RETRIEVERS = ("bm25", "dense", "hybrid", "sparse")
@@ -26,14 +26,6 @@ K1_RANGE = (0.0, 10.0)
 B_RANGE = (0.0, 1.0)
 RRF_K_RANGE = (0.0, 1e6)
 HNSW_MINIMUMS = {"m": 2, "ef_construct": 4, "ef_search": 1}
-
-
-def _within(low, high):
-    return lambda value: range_problem(value, low, high)
-
-
-def _at_least(low):
-    return lambda value: None if value is None else minimum_problem(value, low)
 
 
 def _weights(text: str) -> tuple[float, ...]:
@@ -76,8 +68,8 @@ class EvaluationConfig:
 @dataclass(frozen=True)
 class Bm25Config:
     backend: str = option("embedded", "--backend", "lexical backend when in-process", choices=("embedded", "elasticsearch"))
-    k1: float = option(0.9, "--k1", "BM25 k1", check=_within(*K1_RANGE))
-    b: float = option(0.4, "--b", "BM25 b", check=_within(*B_RANGE))
+    k1: float = option(0.9, "--k1", "BM25 k1", check=within(*K1_RANGE))
+    b: float = option(0.4, "--b", "BM25 b", check=within(*B_RANGE))
 
 
 @dataclass(frozen=True)
@@ -88,14 +80,14 @@ class EncoderConfig:
     revision: str | None = option(None, "--model-revision", "hub revision of the model (a folder is identified by its weights' hash)")
     query_prefix: str = option("", "--query-prefix", "text put before every query, e.g. 'query: ' for E5")
     passage_prefix: str = option("", "--passage-prefix", "text put before every document, e.g. 'passage: ' for E5")
-    max_seq_length: int | None = option(None, "--max-seq-length", "token cap (default: the model's own)", check=_at_least(1))
+    max_seq_length: int | None = option(None, "--max-seq-length", "token cap (default: the model's own)", check=at_least(1))
     normalize: bool = option(True, "--no-normalize", "keep raw vectors and score by dot product (default: cosine)", inverted=True)
-    batch_size: int = option(64, "--encode-batch-size", "texts per forward pass of the encoder", check=_at_least(1))
+    batch_size: int = option(64, "--encode-batch-size", "texts per forward pass of the encoder", check=at_least(1))
     device: str | None = option(None, "--device", "cpu, cuda, cuda:1 (default: CUDA when present)")
     precision: str = option("float32", "--precision", "model precision (16-bit on GPU)", choices=PRECISIONS)
     max_active_dims: int | None = option(
         None, "--max-active-dims", "sparse: keep each vector's N largest weights (default: the model's own setting, usually all)",
-        check=_at_least(1), metavar="N")
+        check=at_least(1), metavar="N")
     ray: bool = option(False, "--ray", "encode (and rerank) through a Ray Serve deployment on this machine (loopback only)")
 
     @property
@@ -109,20 +101,20 @@ class VectorsConfig:
         "embedded", "--vector-backend", "where vectors live: embedded (Qdrant Edge, on disk), a Qdrant server, or "
         "Elasticsearch (learned sparse only, at --elasticsearch-url)", choices=("embedded", "qdrant", "elasticsearch"))
     search: str = option("exact", "--search", "exact search reproduces published figures", choices=("exact", "hnsw"))
-    hnsw_m: int = option(16, "--hnsw-m", "--search hnsw: links per node", check=_at_least(HNSW_MINIMUMS["m"]))
+    hnsw_m: int = option(16, "--hnsw-m", "--search hnsw: links per node", check=at_least(HNSW_MINIMUMS["m"]))
     hnsw_ef_construct: int = option(100, "--hnsw-ef-construct", "--search hnsw: build beam width",
-                                    check=_at_least(HNSW_MINIMUMS["ef_construct"]))
-    hnsw_ef: int = option(128, "--hnsw-ef", "--search hnsw: search beam width", check=_at_least(HNSW_MINIMUMS["ef_search"]))
+                                    check=at_least(HNSW_MINIMUMS["ef_construct"]))
+    hnsw_ef: int = option(128, "--hnsw-ef", "--search hnsw: search beam width", check=at_least(HNSW_MINIMUMS["ef_search"]))
 
 
 @dataclass(frozen=True)
 class FusionConfig:
     method: str = option("rrf", "--fusion", "hybrid: reciprocal-rank fusion or normalised linear", choices=FUSION_METHODS)
-    rrf_k: float = option(60.0, "--rrf-k", "hybrid rrf: the k in 1/(k + rank)", check=_within(*RRF_K_RANGE))
+    rrf_k: float = option(60.0, "--rrf-k", "hybrid rrf: the k in 1/(k + rank)", check=within(*RRF_K_RANGE))
     weights: tuple[float, ...] = option((1.0, 1.0), "--fusion-weights", "hybrid run weights", parse=_weights,
                                         check=_weights_problem, metavar="BM25,DENSE")
     depth: int | None = option(None, "--fusion-depth", "hybrid: documents each run contributes to the fusion (default: "
-                               "--top-k); deeper runs let documents ranked low by one run rise", check=_at_least(1),
+                               "--top-k); deeper runs let documents ranked low by one run rise", check=at_least(1),
                                metavar="N")
     hybrid_with: str = option("dense", "--hybrid-with", "hybrid: fuse BM25 with the dense run or with a learned sparse "
                               "run (--model a SparseEncoder)", choices=("dense", "sparse"))
@@ -134,11 +126,11 @@ class EndpointConfig:
                               "its vectors), search-http or search-grpc (your endpoint retrieves)", metavar="SPEC.yaml")
     url: str | None = option(None, "--endpoint-url", "override the spec's url", url=True)
     model: str | None = option(None, "--endpoint-model", "override the spec's model")
-    batch_size: int | None = option(None, "--endpoint-batch-size", "override the spec's batch_size", check=_at_least(1))
+    batch_size: int | None = option(None, "--endpoint-batch-size", "override the spec's batch_size", check=at_least(1))
     max_concurrency: int | None = option(None, "--endpoint-max-concurrency", "override the spec's max_concurrency",
-                                         check=_at_least(1))
+                                         check=at_least(1))
     request_budget: int | None = option(None, "--endpoint-request-budget", "override the spec's request_budget",
-                                        check=_at_least(1))
+                                        check=at_least(1))
 
 
 @dataclass(frozen=True)
@@ -152,7 +144,7 @@ class RerankConfig:
     listwise_model: str | None = option(None, "--listwise-model", "chat model name for --listwise-llm")
     listwise_api_key_env: str | None = option(None, "--listwise-api-key-env", "environment variable holding the chat "
                                               "endpoint's key", metavar="VAR")
-    depth: int = option(100, "--rerank-depth", "documents of the first stage reranked per query", check=_at_least(1))
+    depth: int = option(100, "--rerank-depth", "documents of the first stage reranked per query", check=at_least(1))
 
     @property
     def chosen(self) -> list[str]:
@@ -202,7 +194,7 @@ class ServicesConfig:
 class HolesConfig:
     depth: int | None = option(None, "--fill-holes", "after evaluating, judge the unlabelled documents of each query's "
                                "top K (see judge-holes): results.json gets `holes`, OUT gets qrels.judged.tsv",
-                               check=_at_least(1), metavar="K")
+                               check=at_least(1), metavar="K")
     judge: str = option("embedded", "--judge", "'embedded' (the local encoder judge) or a judge spec YAML (kind: "
                         "openai-chat)", metavar="embedded|FILE")
     store: str | None = option(None, "--store", "judgement store (default $IRFORGE_JUDGE_STORE or the user data dir)",
@@ -219,7 +211,7 @@ class InstructionsConfig:
         "template with {query} and {instruction}, e.g. 'Instruct: {instruction}\\nQuery: {query}' (\\n = newline); "
         "default: query + ' ' + instruction, the InfoSearch/FollowIR convention. Search endpoints always get the "
         "instruction as its own field", parse=_template, check=_template_problem, metavar="TEMPLATE")
-    robustness_k: int = option(10, "--robustness-k", "InstructIR: the k of Robustness@k", check=_at_least(1))
+    robustness_k: int = option(10, "--robustness-k", "InstructIR: the k of Robustness@k", check=at_least(1))
 
 
 @dataclass(frozen=True)
@@ -231,7 +223,7 @@ class PipelineConfig:
     split: str = option("test", "--split", "the qrels/<split>.tsv to evaluate")
     retriever: str = option("bm25", "--retriever", "bm25, dense (--model), hybrid (bm25 + dense, fused) or sparse "
                             "(--model: a SparseEncoder, e.g. SPLADE); --endpoint replaces it", choices=RETRIEVERS)
-    top_k: int = option(1000, "--top-k", "documents retrieved per query", check=_at_least(1))
+    top_k: int = option(1000, "--top-k", "documents retrieved per query", check=at_least(1))
     evaluation: EvaluationConfig = field(default_factory=EvaluationConfig)
     bm25: Bm25Config = field(default_factory=Bm25Config)
     encoder: EncoderConfig = field(default_factory=EncoderConfig)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from irforge.config.checks import check_values
+from irforge.config.checks import at_least, check_values
 from irforge.config.options import ConfigError, leaves_by_name, option
 from irforge.config.pipeline import EncoderConfig, ServicesConfig, StoresConfig, VectorsConfig
 from irforge.config.values import changed
@@ -22,10 +22,6 @@ RELEVANT_LABELS = (1, 2, 3)
 # configuration (see QcConfig.checked).
 NOT_IN_QC = ("search", "hnsw_m", "hnsw_ef_construct", "hnsw_ef", "elasticsearch_url", "server", "corpus_server",
              "evaluator_server")
-
-
-def _at_least(low: int):
-    return lambda value: None if value >= low else f"must be at least {low}, got {value}"
 
 
 def _relevant(value: int) -> str | None:
@@ -43,7 +39,7 @@ class QcConfig:
     dataset: str = option("", "--dataset", "BEIR folder: corpus.jsonl, queries.jsonl, qrels/<split>.tsv")
     split: str = option("test", "--split", "the qrels/<split>.tsv to check")
     out: str = option("", "--out", "folder for the corrected dataset (written whole or not at all)")
-    recall_depth: int = option(1000, "--recall-depth", "documents recalled per query", check=_at_least(1))
+    recall_depth: int = option(1000, "--recall-depth", "documents recalled per query", check=at_least(1))
     rerankers: tuple[str, ...] | None = option(
         None, "--reranker", "repeatable: bm25[?k1=..&b=..], dense:MODEL[?max_seq_length=..&query_prefix=..], "
         "dense:grpc://HOST:PORT, cross-encoder:MODEL, endpoint:SPEC.yaml, listwise:URL?model=NAME "
