@@ -139,3 +139,10 @@ def test_the_fusion_depth_option_reaches_the_hybrid_and_its_record(scifact_tiny,
     assert max(line.split()[0] for line in (tmp_path / "deep" / "run.trec").read_text().splitlines())
     with pytest.raises(ConfigError, match="--fusion-depth 2 does not apply here: fusion needs --retriever hybrid"):
         validate(with_options(PipelineConfig(dataset="d"), {"fusion_depth": 2}))
+
+
+def test_the_endpoint_overrides_apply_to_a_reranker_endpoint_too():
+    """--endpoint-url and the other overrides change --reranker-endpoint's spec when it is the one given."""
+    config = with_options(PipelineConfig(dataset="d"), {"reranker_endpoint": "rerank.yaml",
+                                                        "endpoint_url": "http://127.0.0.1:9/rerank"})
+    assert validate(config) is config
