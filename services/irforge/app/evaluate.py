@@ -63,7 +63,7 @@ def open_pipeline(config: PipelineConfig, stack: ExitStack):
 def evaluate(config: PipelineConfig, out: str | Path) -> Results:
     """Index, retrieve and evaluate as `irforge eval` does; OUT gets run.trec and results.json (with
     `config`: the configuration whole) and, with holes.depth, the judged layer; returns the results
-    (`holes` in them when holes were filled: irforge.app.holes.not_all_judged says if some failed)."""
+    (`holes` in them when holes were filled: irforge.judge.holes.not_all_judged says if some failed)."""
     out = Path(out)
     config = checked(config, out, "eval")
     with ExitStack() as stack:

@@ -82,10 +82,3 @@ def fill_holes_after_eval(choice: JudgeChoice, depth: int, spec, results: dict, 
                         spec.measures, spec.drop_identical_ids, report_name=None, run_name=run_name)
     join_results(folder, report, results)
     return report
-
-
-def not_all_judged(report: dict) -> str:
-    """'' when every hole got a label; else what the judge could not do (the exit-1 cases)."""
-    from irforge.judge.holes import not_all_judged as problem
-
-    return problem(report)

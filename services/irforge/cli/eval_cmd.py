@@ -9,7 +9,7 @@ from pathlib import Path
 
 from irforge.app.errors import UsageError
 from irforge.app.evaluate import evaluate
-from irforge.app.holes import EXIT_NOT_ALL_JUDGED, not_all_judged
+from irforge.app.holes import EXIT_NOT_ALL_JUDGED
 from irforge.cli.options import add_config_file_option, add_config_options, config_from_args
 from irforge.common.output_set import OutputFolderError
 from irforge.common.redact import redact_text
@@ -46,6 +46,8 @@ def run_eval(args: argparse.Namespace) -> int:
         print(f"irforge eval: error: {redact_text(str(error))}", file=sys.stderr)
         return 2
     sys.stdout.write(results.table())
+    from irforge.judge.holes import not_all_judged
+
     if "holes" in results and (problem := not_all_judged(results["holes"])):
         print(f"irforge eval: {problem}", file=sys.stderr)
         return EXIT_NOT_ALL_JUDGED

@@ -82,7 +82,8 @@ def judge_choice(args: argparse.Namespace):
 
 
 def run_holes(args: argparse.Namespace) -> int:
-    from irforge.app.holes import judge_holes, not_all_judged
+    from irforge.app.holes import judge_holes
+    from irforge.judge.holes import not_all_judged
     from irforge.results.render import holes_lines
 
     try:
