@@ -119,9 +119,9 @@ def test_a_dropped_connection_never_looks_complete_and_the_next_try_resumes(tmp_
     assert download(NAME, "--to", str(datasets), "--catalog", str(catalog), "--retries", "0") == 2
     err = capsys.readouterr().err
     assert "could not download" in err and "after 1 tries" in err and "RemoteProtocolError" in err
-    part = datasets / "team" / "scifact-mini.zip.part"
+    part = datasets / "team" / ".scifact-mini.zip.part"
     assert 0 < part.stat().st_size < len(slice_zip)
-    assert leftovers(datasets) == ["team", "team/scifact-mini.zip.part"]    # a .part, never the folder
+    assert leftovers(datasets) == ["team", "team/.scifact-mini.zip.part"]    # a .part, never the folder
     assert main(["datasets", "list", "--dir", str(datasets), "--catalog", str(catalog), "--json"]) == 0
     listed = {row["name"]: row for row in json.loads(capsys.readouterr().out)}
     assert listed[NAME]["complete"] is False and listed[NAME]["copy"].startswith(f"partial ({part.stat().st_size} bytes")

@@ -71,7 +71,7 @@ def test_a_known_name_not_downloaded_says_the_exact_command(tmp_path, scifact_sl
         resolve_dataset("beir/nfcorpus", datasets_dir=datasets)
     assert str(error.value).endswith(f"run: irforge datasets download beir/nfcorpus --to {datasets}")
     (datasets / "beir").mkdir(parents=True)
-    (datasets / "beir" / "nfcorpus.zip.part").write_bytes(b"PK")         # an interrupted download is not a copy
+    (datasets / "beir" / ".nfcorpus.zip.part").write_bytes(b"PK")         # an interrupted download is not a copy
     with pytest.raises(DatasetError, match=r"partial \(2 bytes; download resumes it\); run: irforge datasets download"):
         resolve_dataset("beir/nfcorpus", datasets_dir=datasets)
     shutil.copytree(scifact_slice, datasets / "beir" / "nfcorpus")       # files without the marker: not complete

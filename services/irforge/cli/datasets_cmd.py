@@ -12,6 +12,8 @@ from pathlib import Path
 from irforge.datasets.catalog import BEIR_UNPUBLISHED, CATALOG_VARIABLE, load_catalog
 from irforge.datasets.download import MIRROR_VARIABLE, DownloadOptions, download_dataset
 from irforge.datasets.errors import DatasetError
+from irforge.datasets.limits import DEFAULT_DOWNLOAD, DEFAULT_FILES, DEFAULT_RATIO, DEFAULT_UNPACKED, Limits, VARIABLES, \
+    human, parse_positive, parse_size
 from irforge.datasets.store import DIR_VARIABLE, copy_state, default_datasets_dir
 
 
@@ -33,9 +35,10 @@ def add_parser(subparsers) -> None:
 
     download = commands.add_parser(
         "download", help="download, verify and unpack a dataset (a no-op when a complete copy is there)",
-        description="Stream the archive to DIR/SOURCE/NAME.zip.part (resumed after a dropped connection), verify its "
+        description="Stream the archive to DIR/SOURCE/.NAME.zip.part (resumed after a dropped connection), verify its "
         "published checksum, unpack it beside the target and rename it into place as DIR/SOURCE/NAME with its "
-        "marker: an interrupted or refused download never looks complete.")
+        "marker: an interrupted or refused download never looks complete. The caps (--max-*) refuse a server or "
+        "archive that would fill the disk; a catalogue entry may declare archive_size and unpacked_size instead.")
     download.add_argument("name", metavar="NAME", help="the dataset's name, e.g. beir/scifact (irforge datasets list)")
     download.add_argument("--to", type=Path, metavar="DIR",
                           help=f"the datasets folder (default ${DIR_VARIABLE} or the user data dir + /datasets); "
@@ -54,6 +57,20 @@ def add_parser(subparsers) -> None:
     download.add_argument("--force", action="store_true",
                           help="replace what DIR/NAME holds when it is not a complete copy of this archive, or download "
                                "a complete one again")
+    caps = download.add_argument_group("caps (each: the flag, else its variable, else the catalogue's declared size, "
+                                       "else the default)")
+    caps.add_argument("--max-download", metavar="SIZE",
+                      help=f"refuse an archive larger than SIZE (bytes, or 500M, 4G; default {human(DEFAULT_DOWNLOAD)}, "
+                           f"${VARIABLES['download']}, or the catalogue's archive_size)")
+    caps.add_argument("--max-unpacked", metavar="SIZE",
+                      help=f"refuse an archive that unpacks to more than SIZE in all (default {human(DEFAULT_UNPACKED)}, "
+                           f"${VARIABLES['unpacked']}, or the catalogue's unpacked_size)")
+    caps.add_argument("--max-ratio", metavar="N",
+                      help=f"refuse an archive that unpacks to more than N times its size (default {DEFAULT_RATIO:g}, "
+                           f"${VARIABLES['ratio']}; not checked below 10 MiB unpacked, nor when the catalogue declares "
+                           "unpacked_size)")
+    caps.add_argument("--max-files", metavar="N",
+                      help=f"refuse an archive of more than N entries (default {DEFAULT_FILES:,}, ${VARIABLES['files']})")
     download.set_defaults(handler=run_download)
 
 
@@ -91,8 +108,14 @@ def run_download(args: argparse.Namespace) -> int:
         raise DatasetError("--retries must be 0 or more and --timeout positive")
     catalog = load_catalog(args.catalog)
     entry = catalog.get(args.name.strip().strip("/"))
+    limits = Limits(
+        download=None if args.max_download is None else parse_size(args.max_download, "--max-download"),
+        unpacked=None if args.max_unpacked is None else parse_size(args.max_unpacked, "--max-unpacked"),
+        ratio=None if args.max_ratio is None else parse_positive(args.max_ratio, "--max-ratio"),
+        files=None if args.max_files is None else parse_positive(args.max_files, "--max-files", int))
     options = DownloadOptions(datasets_dir=args.to, mirror=args.mirror or os.environ.get(MIRROR_VARIABLE) or None,
-                              proxy=args.proxy, timeout_s=args.timeout, retries=args.retries, force=args.force)
+                              proxy=args.proxy, timeout_s=args.timeout, retries=args.retries, force=args.force,
+                              limits=limits)
     outcome = download_dataset(entry, options)
     if not outcome.downloaded:
         print(f"{entry.name}: already downloaded and complete at {outcome.path} ({entry.algorithm} {entry.checksum}); "

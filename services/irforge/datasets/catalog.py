@@ -8,6 +8,7 @@ is also the copy's path below the datasets folder.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import json
 import os
@@ -18,10 +19,12 @@ from pathlib import Path
 import yaml
 
 from irforge.datasets.errors import DatasetError
+from irforge.datasets.limits import parse_size
 
 BEIR_BASE_URL = "https://public.ukp.informatik.tu-darmstadt.de/thakur/BEIR/datasets"
 CATALOG_VARIABLE = "IRFORGE_DATASETS_CATALOG"
 ALGORITHMS = ("md5", "sha256")
+SIZES = ("archive_size", "unpacked_size")   # optional, bytes or 500M / 2G: the download's caps (limits.py)
 # Folder-safe: segments start with a letter or digit (no `..`, no hidden folders), at least two of them.
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)+$")
 
@@ -57,6 +60,8 @@ class Entry:
     algorithm: str     # md5 | sha256
     checksum: str      # lowercase hex, as published
     source: str        # where the entry comes from: "BEIR" or the catalogue file
+    archive_size: int | None = None    # bytes, when the catalogue declares them: the download's cap (limits.py)
+    unpacked_size: int | None = None   # bytes the archive unpacks to, when declared: the unpacked cap
 
     @property
     def archive_name(self) -> str:
@@ -67,7 +72,7 @@ class Entry:
         entry keeps its own URL. The checksum stays the published one: a mirror cannot change it."""
         if not mirror or self.source != "BEIR":
             return self
-        return Entry(self.name, f"{mirror.rstrip('/')}/{self.archive_name}", self.algorithm, self.checksum, self.source)
+        return dataclasses.replace(self, url=f"{mirror.rstrip('/')}/{self.archive_name}")
 
 
 BEIR = tuple(Entry(f"beir/{name}", f"{BEIR_BASE_URL}/{name}.zip", "md5", md5, "BEIR") for name, md5 in BEIR_MD5.items())
@@ -133,16 +138,30 @@ def read_catalog_file(path: Path) -> list[Entry]:
             raise DatasetError(f"catalogue {path}, entry {number}: {entry.name} is named twice")
         seen.add(entry.name)
         entries.append(entry)
+    _refuse_nesting(path, entries)
     return entries
+
+
+def _refuse_nesting(path: Path, entries: list[Entry]) -> None:
+    """A name is its copy's folder: `team/good/inner` would unpack inside team/good's copy, and
+    replacing team/good (--force) would delete it. Dataset folders never nest."""
+    names = {entry.name for entry in entries}
+    for entry in entries:
+        parts = entry.name.split("/")
+        outer = next(("/".join(parts[:cut]) for cut in range(2, len(parts)) if "/".join(parts[:cut]) in names), None)
+        if outer is not None:
+            raise DatasetError(f"catalogue {path}: {entry.name} and {outer}: the folder of {entry.name} would be inside "
+                               f"the folder of {outer}, and dataset folders never nest; rename one (e.g. "
+                               f"{outer}-{parts[-1]})")
 
 
 def _entry(path: Path, number: int, item) -> Entry:
     where = f"catalogue {path}, entry {number}"
     if not isinstance(item, dict):
         raise DatasetError(f"{where}: expected a mapping with name, url and md5 or sha256")
-    unknown = sorted(set(item) - {"name", "url", *ALGORITHMS})
+    unknown = sorted(set(item) - {"name", "url", *ALGORITHMS, *SIZES})
     if unknown:
-        raise DatasetError(f"{where}: unknown key {unknown[0]!r} (keys: name, url, md5, sha256)")
+        raise DatasetError(f"{where}: unknown key {unknown[0]!r} (keys: name, url, md5, sha256, {', '.join(SIZES)})")
     name, url = item.get("name"), item.get("url")
     if not isinstance(name, str) or not NAME.match(name):
         raise DatasetError(f"{where}: name {name!r} must look like SOURCE/NAME (letters, digits, . _ -), e.g. team/tickets")
@@ -155,4 +174,5 @@ def _entry(path: Path, number: int, item) -> Entry:
     checksum = str(item[algorithm]).strip().lower()
     if not re.fullmatch(r"[0-9a-f]{%d}" % (32 if algorithm == "md5" else 64), checksum):
         raise DatasetError(f"{where} ({name}): {algorithm} {item[algorithm]!r} is not a {algorithm} hex digest")
-    return Entry(name, url, algorithm, checksum, str(path))
+    sizes = {key: parse_size(item[key], f"{where} ({name}): {key}") for key in SIZES if item.get(key) is not None}
+    return Entry(name, url, algorithm, checksum, str(path), **sizes)

@@ -3,7 +3,13 @@
     $IRFORGE_DATASETS_DIR (default: the user data dir irforge keeps its stores in, + /datasets)
       beir/scifact/                    a complete copy: the archive's files, and
       beir/scifact/.irforge-download.json   the marker (url, checksum, size, time)
-      beir/scifact.zip.part            an interrupted download, resumed by the next one
+      beir/.scifact.zip.part           an interrupted download, resumed by the next one
+      beir/.scifact.lock               held while a download of it runs
+
+Every name irforge keeps beside a copy (the .part, the lock, the staging folder of
+common/files.temporary_name) starts with a dot, and no dataset name's folder can (catalog.NAME):
+one dataset's temporary never collides with another dataset's folder. Nor does one copy's folder
+nest in another's (catalog._refuse_nesting, and copy_around / copies_inside below for copies already there).
 
 A copy is complete when its marker names the checksum the catalogue expects. The marker is
 written into the staging folder with the extracted files, and the folder appears under its name
@@ -35,7 +41,33 @@ def copy_path(entry: Entry, datasets_dir: Path | None = None) -> Path:
 
 def part_path(entry: Entry, datasets_dir: Path | None = None) -> Path:
     copy = copy_path(entry, datasets_dir)
-    return copy.with_name(copy.name + ".zip.part")
+    return copy.with_name(f".{copy.name}.zip.part")
+
+
+def lock_path(entry: Entry, datasets_dir: Path | None = None) -> Path:
+    copy = copy_path(entry, datasets_dir)
+    return copy.with_name(f".{copy.name}.lock")
+
+
+def copy_around(entry: Entry, datasets_dir: Path | None = None) -> Path | None:
+    """The folder of another downloaded copy that `entry`'s folder would lie inside, or None."""
+    root = Path(datasets_dir or default_datasets_dir())
+    parts = entry.name.split("/")
+    for cut in range(1, len(parts)):
+        folder = root.joinpath(*parts[:cut])
+        if read_marker(folder) is not None:
+            return folder
+    return None
+
+
+def copies_inside(folder: Path) -> list[Path]:
+    """The downloaded copies below `folder` (not `folder` itself): what replacing it would delete."""
+    found = []
+    for path, folders, files in os.walk(folder):
+        if path != str(folder) and MARKER in files:
+            found.append(Path(path))
+            folders.clear()   # a copy's own sub-folders are its data
+    return sorted(found)
 
 
 def read_marker(folder: Path) -> dict | None:
