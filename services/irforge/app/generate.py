@@ -125,7 +125,9 @@ def check(request: GenerateRequest):
 def generate(request: GenerateRequest) -> dict:
     """`irforge generate`: check the options (UsageError before any request), generate, check a BEIR
     result with QC (unless request.qc is False), write OUT whole; returns the manifest (generation.json's
-    content, with `path`: OUT). A corpus or template refused on reading is a ValueError."""
+    content, with `path`: OUT). With no usable query the manifest says why (incomplete_reason) and OUT
+    holds it and provenance.jsonl only, or keeps an earlier collection untouched (then `kept`: True,
+    nothing written). A corpus or template refused on reading is a ValueError."""
     spec, recipe = check(request)
     from irforge.common.output_set import OutputSet
     from irforge.common.progress import tqdm_progress
@@ -133,7 +135,8 @@ def generate(request: GenerateRequest) -> dict:
     from irforge.generation.cache import GenerationCache
     from irforge.generation.engine import Engine
     from irforge.data.generation_manifest import MANIFEST_NAME
-    from irforge.generation.output import write_beir, write_instruction_sets, write_provenance
+    from irforge.generation.output import (answer_summary, no_query_reason, write_beir, write_instruction_sets,
+                                           write_provenance)
     from irforge.generation.qc_step import run_quality_control
     from irforge.judge.qc.writer import write_json
 
@@ -147,9 +150,33 @@ def generate(request: GenerateRequest) -> dict:
         engine.close()
         cache.close()
     qc = {"ran": False, "reason": "", "steps": []}
+    # No usable query (every answer garbage, say): not complete, whatever the stop; nothing to evaluate is
+    # written, and an earlier collection in OUT is kept rather than replaced by nothing.
+    usable = _query_count(result, recipe.LAYOUT)
+    reason = None if usable else no_query_reason(list(engine.counts), engine.records, engine.stopped)
+    kept = reason is not None and _holds_collection(out, MANIFEST_NAME)
+    manifest = {
+        "recipe": request.recipe, "seed": request.seed, "docs": request.docs, "model": spec.model,
+        "complete": engine.stopped is None and reason is None, "stopped": engine.stopped, "incomplete_reason": reason,
+        "incomplete_chains": result.incomplete,
+        "templates": engine.templates,
+        "stages": {name: counts.as_dict() for name, counts in engine.counts.items()},
+        "answers": answer_summary(engine.records),
+        "histograms": {name: dict(sorted(counter.items())) for name, counter in result.histograms.items()},
+        "cost": {key: value for key, value in engine.describe().items() if key not in ("model", "endpoint")},
+        "llm": engine.spec.public(),
+        "output": {"queries": 0}, "details": result.details, "qc": qc,
+        "split": "queries shuffled with the seed, the first fifth (rounded) dev, the rest test (dev : test = 1 : 4)",
+        "cache": str(cache.path), "started_at": started.isoformat(timespec="seconds"),
+    }
+    if kept:
+        qc["reason"] = "no queries"
+        return {**manifest, "path": str(request.out), "kept": True}
     out.parent.mkdir(parents=True, exist_ok=True)
     with OutputSet(out, replaces=None) as staged:
-        if recipe.LAYOUT == "infosearch":
+        if reason is not None:
+            qc["reason"] = "no queries"
+        elif recipe.LAYOUT == "infosearch":
             output = write_instruction_sets(staged, result, request.seed)
             qc["reason"] = "quality control is AIR-Bench's; InfoSearch sets are not checked by it"
         else:
@@ -169,30 +196,35 @@ def generate(request: GenerateRequest) -> dict:
                 for path in raw.iterdir():
                     shutil.move(str(path), staged / path.name)
         write_provenance(staged, engine.records)
-        manifest = {
-            "recipe": request.recipe, "seed": request.seed, "docs": request.docs, "model": spec.model,
-            "complete": engine.stopped is None, "stopped": engine.stopped,
-            "incomplete_chains": result.incomplete,
-            "templates": engine.templates,
-            "stages": {name: counts.as_dict() for name, counts in engine.counts.items()},
-            "histograms": {name: dict(sorted(counter.items())) for name, counter in result.histograms.items()},
-            "cost": {key: value for key, value in engine.describe().items() if key not in ("model", "endpoint")},
-            "llm": engine.spec.public(),
-            "output": output, "details": result.details, "qc": qc,
-            "split": "queries shuffled with the seed, the first fifth (rounded) dev, the rest test (dev : test = 1 : 4)",
-            "cache": str(cache.path), "started_at": started.isoformat(timespec="seconds"),
-            "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
-            "versions": package_versions(["openai", "jsonschema", "tokenizers"]),
-        }
+        manifest["output"] = output if reason is None else manifest["output"]
+        manifest["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
+        manifest["versions"] = package_versions(["openai", "jsonschema", "tokenizers"])
         write_json(staged / MANIFEST_NAME, manifest)
-    manifest["path"] = str(request.out)
-    return manifest
+    return {**manifest, "path": str(request.out)}
+
+
+def _query_count(result, layout: str) -> int:
+    if layout == "infosearch":
+        return sum(len(dimension.queries) for dimension in result.dimensions.values())
+    return len(result.queries)
+
+
+def _holds_collection(out: Path, manifest_name: str) -> bool:
+    """True when OUT holds an earlier generation with queries (check() refused anything else in OUT)."""
+    try:
+        import json
+        return bool(json.loads((out / manifest_name).read_text(encoding="utf-8"))["output"]["queries"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
 
 
 def finished_cleanly(manifest: dict) -> bool:
     """True when the run completed or stopped at a budget the user set (exit 0); False when it
-    stopped on the LLM's failure (exit 1: the answers so far are kept, a re-run goes on)."""
+    stopped on the LLM's failure (exit 1: the answers so far are kept, a re-run goes on) or has
+    no usable query at all (exit 1: manifest["incomplete_reason"] says why)."""
     stopped = manifest["stopped"]
+    if manifest.get("incomplete_reason"):
+        return False
     return stopped is None or stopped.startswith(("--max-", "not sent: the"))
 
 

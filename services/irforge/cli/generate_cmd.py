@@ -85,6 +85,11 @@ def run_generate(args: argparse.Namespace) -> int:
         print(f"irforge generate: error: {redact_text(str(error))}", file=sys.stderr)
         return 2
     print_summary(manifest, sys.stdout)
+    if manifest["incomplete_reason"]:
+        where = (f"{manifest['path']} keeps the earlier collection (nothing written)" if manifest.get("kept") else
+                 f"{manifest['path']} holds only generation.json and provenance.jsonl (the raw answers)")
+        print(f"irforge generate: error: {manifest['incomplete_reason']}; {where}. The answers are cached: a re-run with "
+              "the same model and templates gets the same ones", file=sys.stderr)
     return 0 if finished_cleanly(manifest) else 1
 
 
@@ -115,6 +120,10 @@ def print_summary(manifest: dict, out) -> None:
     cost = manifest["cost"]
     out.write(f"requests {cost['requests']} · tokens {cost['prompt_tokens']} + {cost['completion_tokens']} · "
               f"${cost['cost_usd']:.4f}\n")
+    answers = manifest["answers"]
+    if answers["unusable"]:
+        out.write(f"answers unusable: {answers['unusable']} of {answers['asked']} ({answers['unparsed']} unparsed, "
+                  f"{answers['failed']} failed): " + " | ".join(f"{n}x {why}" for why, n in answers["reasons"].items()) + "\n")
     output = manifest["output"]
     out.write(f"queries {output['queries']} ({manifest['incomplete_chains']} chains incomplete)"
               + (f" · splits {output['splits']}" if "splits" in output else "") + "\n")
@@ -125,4 +134,4 @@ def print_summary(manifest: dict, out) -> None:
         out.write(f"qc not run: {manifest['qc']['reason']}\n")
     if manifest["stopped"]:
         out.write(f"stopped: {manifest['stopped']} (everything answered so far is kept; run again to go on)\n")
-    out.write(f"wrote {manifest['path']}\n")
+    out.write(f"kept {manifest['path']} as it was\n" if manifest.get("kept") else f"wrote {manifest['path']}\n")

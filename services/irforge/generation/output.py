@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -85,3 +86,44 @@ def write_instruction_sets(folder: Path, sets, seed: int) -> dict:
 def write_provenance(folder: Path, records: list[dict]) -> int:
     order = sorted(records, key=lambda r: (r["subject"], r["stage"], r["cache_key"]))
     return write_jsonl(folder / PROVENANCE_NAME, order)
+
+
+def answer_summary(records: list[dict]) -> dict:
+    """Every stage's answers together: how many were asked, usable (ok), unusable (unparsed: never
+    valid for the stage's schema; failed: no answer), not sent; and the commonest reasons why not."""
+    statuses = Counter(record["status"] for record in records)
+    unusable = [record for record in records if record["status"] in ("unparsed", "failed")]
+    return {"asked": len(records), "ok": statuses["ok"], "unusable": len(unusable), "unparsed": statuses["unparsed"],
+            "failed": statuses["failed"], "not_sent": statuses["not_sent"],
+            "reasons": dict(Counter(_reason(record["error"]) for record in unusable).most_common(3))}
+
+
+def describe_unusable(records: list[dict]) -> str:
+    """'4 unparsed: not valid after 2 answers; last: not JSON; 1 failed: HTTP 500 ...' (the commonest reason of each)."""
+    parts = []
+    for status in ("unparsed", "failed"):
+        reasons = Counter(_reason(r["error"]) for r in records if r["status"] == status)
+        if reasons:
+            parts.append(f"{sum(reasons.values())} {status}: {reasons.most_common(1)[0][0]}")
+    return "; ".join(parts)
+
+
+def no_query_reason(stage_order: list[str], records: list[dict], stopped: str | None) -> str:
+    """Why a generation has no query: the first stage none of whose answers was usable, or else the
+    answers lost along the chains, or the stop that came first. The raw answers are in provenance.jsonl."""
+    for stage in stage_order:
+        mine = [r for r in records if r["stage"] == stage and r["status"] != "not_sent"]
+        if not mine and stopped:
+            break
+        if mine and not any(r["status"] == "ok" for r in mine):
+            return f"no usable query: all {len(mine)} answers of stage {stage} were unusable ({describe_unusable(mine)})"
+    summary = answer_summary(records)
+    if stopped:
+        return f"no usable query: generation stopped ({stopped}) before any chain of stages finished"
+    return (f"no usable query: {summary['unusable']} of {summary['asked']} answers were unusable "
+            f"({describe_unusable(records)}) and no chain of stages finished")
+
+
+def _reason(error: str) -> str:
+    """An answer's error without its particulars (a parser's line and column), so that alike ones count together."""
+    return re.sub(r"\s*\(.*$", "", error or "unknown")[:160]
