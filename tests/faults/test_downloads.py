@@ -6,6 +6,8 @@ no folder, staging folder or .part left. Real zips, real HTTP servers on 127.0.0
 
 from __future__ import annotations
 
+import functools
+import gzip
 import hashlib
 import importlib.util
 import io
@@ -249,14 +251,25 @@ def test_a_redirect_loop_is_a_clear_error_naming_the_url(tmp_path, capsys):
         stand_ins.stop(server)
 
 
-def endless(request, announce: int | None = None):
+@functools.cache
+def gzipped_zeros() -> bytes:
+    return gzip.compress(bytes(64 << 20), compresslevel=6)   # 64 MiB of zeros in ~64 KB
+
+
+def endless(request, announce: int | None = None, gzipped: bool = False):
     """200 and zeros without end (no Content-Length: the body ends when the connection does),
-    stopping after 64 MiB so an unfixed client fails the test instead of filling the disk."""
+    stopping after 64 MiB so an unfixed client fails the test instead of filling the disk; or those
+    64 MiB gzipped, sent as Content-Encoding: gzip (asked for identity: a server may not care)."""
     request.send_response(200)
     if announce is not None:
         request.send_header("Content-Length", str(announce))
+    if gzipped:
+        request.send_header("Content-Encoding", "gzip")
     request.end_headers()
     try:
+        if gzipped:
+            request.wfile.write(gzipped_zeros())
+            return
         for _ in range(1024):
             request.wfile.write(bytes(64 << 10))
     except OSError:
@@ -268,9 +281,10 @@ def endless(request, announce: int | None = None):
     ("variable", "sent more than the 1.0 MiB allowed ($IRFORGE_DATASETS_MAX_DOWNLOAD)"),
     ("catalogue", "sent more than the 512.0 KiB allowed (the catalogue's archive_size)"),
     ("announced", "announces 8.0 GiB (Content-Length), more than the 4.0 GiB allowed (the default)"),
+    ("gzipped", "sent more than the 1.0 MiB allowed (--max-download)"),     # the decoded bytes count
 ])
 def test_an_endless_or_oversized_body_is_capped_and_leaves_no_part(how, said, tmp_path, capsys, monkeypatch):
-    server, url = serve(lambda request: endless(request, 8 << 30 if how == "announced" else None))
+    server, url = serve(lambda request: endless(request, 8 << 30 if how == "announced" else None, how == "gzipped"))
     try:
         site = Site.__new__(Site)
         site.tmp_path, site.datasets = tmp_path, tmp_path / "datasets"
@@ -279,7 +293,7 @@ def test_an_endless_or_oversized_body_is_capped_and_leaves_no_part(how, said, tm
                                         **({"archive_size": "512K"} if how == "catalogue" else {})}]))
         if how == "variable":
             monkeypatch.setenv("IRFORGE_DATASETS_MAX_DOWNLOAD", "1M")
-        flags = ["--max-download", "1M"] if how == "flag" else []
+        flags = ["--max-download", "1M"] if how in ("flag", "gzipped") else []
         assert site.download("team/endless", catalog, "--retries", "0", *flags) == 2
         err = capsys.readouterr().err
         assert f"team/endless: {url}/endless.zip {said}" in err
