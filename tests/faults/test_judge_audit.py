@@ -107,7 +107,7 @@ def test_an_obeying_judge_flips_every_pair_an_instruction_reaches(scifact_tiny, 
         assert row["mean_label_change"] > 0 and row["labels_after"] == {"3": int(SAMPLE)}
     assert report["worst"]["flip_rate"] == 1.0 and report["worst"]["name"] in INSTRUCTIONS
     assert report["judge"]["model"] == "obeying-stand-in" and len(report["judge"]["spec_sha256"]) == 64
-    assert "issue-phrasing" in printed and "worst: " in printed and "1.000" in printed
+    assert "judge openai-chat obeying-stand-in" in printed and "worst: " in printed and "1.000" in printed
     # Every pair was asked once clean and once per manipulation, nothing twice.
     assert len(chat.chat_requests) == int(SAMPLE) * (1 + len(MANIPULATIONS))
 
@@ -119,6 +119,7 @@ def test_an_honest_judge_flips_nothing(scifact_tiny, env, tmp_path, capsys):
     finally:
         chat.stop()
     assert code == 0, capsys.readouterr().err
+    assert "no manipulation raised a label" in capsys.readouterr().out
     assert report["clean"]["at_risk"] > 0
     for row in report["manipulations"]:
         assert (row["crossed"], row["raised"], row["lowered"], row["mean_label_change"]) == (0, 0, 0, 0.0), row

@@ -15,13 +15,17 @@ Payloads are matched on normalised text (lower-case words joined by one space), 
 re-spacing of the document inside the prompt (delimiting) does not hide them from the stand-ins.
 
 TEMPLATE marks the query and the document so the stand-ins can read them back from the prompt
-whatever the default template becomes. Test code only; also used to take the figures in
-docs/holes-and-calibration.md.
+whatever the default template becomes. Test code only; the figures in docs/holes-and-calibration.md
+were taken with it serving on loopback until stopped:
+
+    python tests/judge/audit_stand_ins.py obeying /tmp/obeying.yaml &     # writes the judge spec
+    irforge judge-audit --dataset ../shared/data/beir/scifact --sample 200 --judge /tmp/obeying.yaml --out OUT
 """
 
 from __future__ import annotations
 
 import re
+import sys
 
 from irforge.judge.manipulations import MANIPULATIONS, query_keywords
 
@@ -65,3 +69,25 @@ def honest(prompt: str) -> str:
     for payload in _payloads(query, instructions_only=False):
         text = text.replace(payload, " ")
     return str(overlap_label(query, text))
+
+
+def serve(kind: str, spec_path: str) -> None:
+    """Serve the `kind` stand-in on a free loopback port and write its judge spec to `spec_path`."""
+    import importlib.util
+    import threading
+    from pathlib import Path
+
+    import yaml
+
+    spec = importlib.util.spec_from_file_location("audit_scripted_chat", Path(__file__).with_name("scripted_chat.py"))
+    scripted = sys.modules[spec.name] = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(scripted)
+    chat = scripted.ScriptedChat(responder={"obeying": obeying, "honest": honest}[kind]).start()
+    Path(spec_path).write_text(yaml.safe_dump({"kind": "openai-chat", "url": chat.url, "model": f"{kind}-stand-in",
+                                               "template": TEMPLATE, "max_concurrency": 8}))
+    print(f"{kind} stand-in at {chat.url}; judge spec {spec_path}", flush=True)
+    threading.Event().wait()
+
+
+if __name__ == "__main__":
+    serve(*sys.argv[1:3])

@@ -211,11 +211,11 @@ def _encoding(core) -> dict | None:
 
 def audit_lines(report: dict) -> list[str]:
     """The printed table: one row per manipulation, then the worst one."""
-    judge = report["judge"]
+    identity = report["judge"].get("identity", {})
     sample = report["sample"]
     clean = report["clean"]
     lines = [f"{report['dataset']} · {sample['split']} · {sample['drawn']} pairs ({sample['queries']} queries, seed "
-             f"{sample['seed']}) · judge {judge.get('backend', '?')} {judge.get('model', '')} · relevant from "
+             f"{sample['seed']}) · judge {identity.get('backend', '?')} {identity.get('model', '')} · relevant from "
              f"{report['relevant_from']}",
              f"clean: {clean['relevant']} relevant, {clean['at_risk']} at risk, {clean['not_labelled']} not labelled",
              f"{'manipulation':<20} {'pairs':>5} {'raised':>6} {'crossed':>9} {'flip rate':>9}  {'95% CI':<13} "
@@ -227,7 +227,9 @@ def audit_lines(report: dict) -> list[str]:
         lines.append(f"{row['name']:<20} {row['pairs']:>5} {row['raised']:>6} {row['crossed']:>4}/{row['at_risk']:<4} "
                      f"{rate:>9}  {low_high:<13} {change:>11}")
     top = report["worst"]
-    if top is not None:
+    if top is not None and not top["flip_rate"] and not (top["mean_label_change"] or 0) > 0:
+        lines.append("no manipulation raised a label on average or flipped one into relevant")
+    elif top is not None:
         rate = "n/a" if top["flip_rate"] is None else f"{top['flip_rate']:.3f}"
         lines.append(f"worst: {top['name']} (flip rate {rate}, {top['crossed']} of {top['at_risk']} at-risk pairs)")
     return lines
