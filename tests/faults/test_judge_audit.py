@@ -183,6 +183,7 @@ def test_the_embedded_judge_is_measured(scifact_tiny, env, tmp_path, capsys):
     (["--sample", "0"], "--sample"),
     (["--negatives-depth", "0"], "--negatives-depth"),
     (["--judge", "no-such-judge.yaml"], "no-such-judge.yaml"),
+    (["--split", "dev"], "split 'dev' not found"),
 ])
 def test_bad_options_exit_2_before_any_judging(scifact_tiny, env, tmp_path, capsys, extra, named):
     code, report = audit(scifact_tiny, tmp_path / "out", tmp_path / "store.sqlite3", *extra)

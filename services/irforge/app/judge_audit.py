@@ -24,7 +24,8 @@ def judge_audit(dataset: str | Path, *, out: str | Path, sample: int | None = No
     """Check the options (UsageError before any judging), sample pairs, judge each clean and with
     every manipulation injected, write OUT/judge-audit.json; returns the report. `manipulations`:
     names (None: the whole library)."""
-    from irforge.judge.audit import DEFAULT_NEGATIVES_DEPTH, DEFAULT_SAMPLE, AuditError, AuditSettings, audit
+    from irforge.data import BeirDataset
+    from irforge.judge.audit import DEFAULT_NEGATIVES_DEPTH, DEFAULT_SAMPLE, AuditError, AuditSettings, audit, draw_sample
     from irforge.judge.manipulations import ManipulationError, select_manipulations
 
     out = Path(out)
@@ -38,12 +39,12 @@ def judge_audit(dataset: str | Path, *, out: str | Path, sample: int | None = No
     choice.check()
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {out}: exists and is not a folder")
+    try:   # the dataset and the sample before the judge: a bad input leaves no store or model behind
+        drawn = draw_sample(BeirDataset.open(dataset), settings, negatives_run=partial(bm25_run, index_dir=index_dir))
+    except AuditError as error:
+        raise UsageError(str(error)) from None
     with choice.open() as core:
-        try:
-            report = audit(dataset, settings, core, negatives_run=partial(bm25_run, index_dir=index_dir),
-                           progress=progress)
-        except AuditError as error:
-            raise UsageError(str(error)) from None
+        report = audit(drawn, settings, core, progress=progress)
     # The spec file's bytes, beside the judge identity: what a reader compares to know it is the same judge.
     report["judge"]["spec_sha256"] = None if choice.judge == "embedded" else file_sha256(choice.judge)
     report["judge"]["spec"] = choice.judge

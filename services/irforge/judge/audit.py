@@ -1,6 +1,7 @@
 """How many labels a judge lets a document flip: `irforge judge-audit`.
 
-    report = audit(dataset_dir, AuditSettings(sample=100), core, negatives_run=bm25, progress=factory)
+    sample = draw_sample(BeirDataset.open(folder), settings, negatives_run=bm25)   # before opening a judge
+    report = audit(sample, settings, core, progress=factory)
 
 1. Sample (seeded; the calibration's strata, irforge.judge.calibration): the split's judged pairs
    and, as non-relevant candidates, unlabelled documents of BM25's top `negatives_depth` per query
@@ -113,8 +114,18 @@ def worst(rows: Sequence[dict]) -> dict | None:
     return max(scored, key=severity) if scored else None
 
 
-def draw_sample(dataset, settings: AuditSettings, negatives_run) -> tuple[list[LabelledPair], list[JudgePair], dict]:
-    """(the sampled pairs, their JudgePairs in the same order, what the report says about them)."""
+@dataclass(frozen=True)
+class AuditSample:
+    dataset: object                 # the opened BeirDataset
+    labelled: list[LabelledPair]    # the sampled pairs, with their human level and source
+    pairs: list[JudgePair]          # the same pairs, as the judge sees them
+    about: dict                     # what the report says about the sample
+
+
+def draw_sample(dataset, settings: AuditSettings, negatives_run) -> AuditSample:
+    """The seeded sample of the opened BeirDataset `dataset`; `negatives_run(dataset, queries,
+    depth)`: BM25's run, whose unlabelled documents join level 0. Raises AuditError (or the data
+    errors) before any judge is opened."""
     from irforge.data.types import Query
 
     qrels = dataset.qrels(settings.split)
@@ -140,18 +151,16 @@ def draw_sample(dataset, settings: AuditSettings, negatives_run) -> tuple[list[L
         "how": (f"an equal share per human level of the split's judged pairs; level 0 also takes the unlabelled "
                 f"documents of BM25's top {settings.negatives_depth} per query (holes, assumed non-relevant); seeded"),
     }
-    return sample, pairs, about
+    return AuditSample(dataset, sample, pairs, about)
 
 
-def audit(dataset_dir, settings: AuditSettings, core, *, negatives_run, progress=None) -> dict:
-    """Sample, judge clean and injected, count; returns the report (without `judge` details the
-    caller adds, such as the spec file's hash). `core`: a JudgeCore; `negatives_run(dataset,
-    queries, depth)`: BM25's run; `progress(description, total, unit)`: a progress factory."""
+def audit(drawn: AuditSample, settings: AuditSettings, core, *, progress=None) -> dict:
+    """Judge the sample clean and injected, count; returns the report (without `judge` details
+    the caller adds, such as the spec file's hash). `core`: a JudgeCore; `progress(description,
+    total, unit)`: a progress factory."""
     from irforge.common.versions import package_versions
-    from irforge.data import BeirDataset
 
-    dataset = BeirDataset.open(dataset_dir)
-    sample, pairs, about = draw_sample(dataset, settings, negatives_run)
+    dataset, sample, pairs, about = drawn.dataset, drawn.labelled, drawn.pairs, drawn.about
     asked = list(pairs)
     for manipulation in settings.manipulations:
         asked.extend(injected(pairs, manipulation))
