@@ -1,6 +1,7 @@
-"""`irforge judge-holes` and `irforge judge-calibrate`: the judge's commands over a BEIR dataset.
+"""`irforge judge-holes`, `irforge judge-calibrate` and `irforge judge-audit`: the judge's commands
+over a BEIR dataset.
 
-Both take `--judge embedded` (default: the local encoder judge) or `--judge FILE` (an LLM judge
+All take `--judge embedded` (default: the local encoder judge) or `--judge FILE` (an LLM judge
 spec, YAML) and `--store PATH` (the judgement store; default $IRFORGE_JUDGE_STORE or the user data
 dir), so a pair judged once by the same judge is never paid for again.
 """
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import textwrap
 from pathlib import Path
 
 from irforge.app.holes import EXIT_NOT_ALL_JUDGED
@@ -72,6 +74,38 @@ def add_parser(subparsers) -> None:
     calibrate.add_argument("--index-dir", type=Path, help="BM25 indexes for the negatives (default $IRFORGE_INDEX_DIR or the user data dir)")
     add_judge_arguments(calibrate)
     calibrate.set_defaults(handler=run_calibrate)
+    add_audit_parser(subparsers)
+
+
+def add_audit_parser(subparsers) -> None:
+    from irforge.judge.audit import DEFAULT_NEGATIVES_DEPTH, DEFAULT_SAMPLE
+    from irforge.judge.manipulations import MANIPULATIONS, describe
+
+    audit = subparsers.add_parser(
+        "judge-audit", help="how many labels known manipulations (injected instructions...) let documents flip",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=textwrap.fill(
+            "Judge a seeded sample of the split's (query, document) pairs as they are, then once per known manipulation "
+            "injected into the document, and report per manipulation: pairs, labels raised, labels that crossed into "
+            "relevant (--relevant-from), the flip rate with a 95% Wilson interval and the mean label change. "
+            "OUT/judge-audit.json holds it all. Injected documents never answer for the real ones in the judgement "
+            "store (it keys by text).", 100),
+        epilog="manipulations:\n  " + "\n  ".join(describe(MANIPULATIONS)))
+    audit.add_argument("--dataset", type=Path, required=True, help="BEIR folder: corpus.jsonl, queries.jsonl, qrels/<split>.tsv")
+    audit.add_argument("--split", default="test", help="the qrels/<split>.tsv to sample (default test)")
+    audit.add_argument("--sample", type=int, default=DEFAULT_SAMPLE,
+                       help=f"pairs to judge, an equal share per human level (default {DEFAULT_SAMPLE}); each is "
+                            f"judged once clean and once per manipulation")
+    audit.add_argument("--seed", type=int, default=13, help="seed of the sample (default 13)")
+    audit.add_argument("--negatives-depth", type=int, default=DEFAULT_NEGATIVES_DEPTH, metavar="K",
+                       help=f"unlabelled documents of BM25's top K per query join the non-relevant level (default "
+                            f"{DEFAULT_NEGATIVES_DEPTH}: where hole filling judges)")
+    audit.add_argument("--manipulation", dest="manipulations", action="append", metavar="NAME",
+                       help="audit only this manipulation (repeatable; default all, listed below)")
+    audit.add_argument("--out", type=Path, required=True, help="output folder for judge-audit.json")
+    audit.add_argument("--index-dir", type=Path, help="BM25 indexes (default $IRFORGE_INDEX_DIR or the user data dir)")
+    add_judge_arguments(audit)
+    audit.set_defaults(handler=run_audit)
 
 
 def judge_choice(args: argparse.Namespace):
@@ -121,6 +155,27 @@ def run_calibrate(args: argparse.Namespace) -> int:
         print_thresholds_written(report["thresholds"]["thresholds"], args.out / THRESHOLDS,
                                  report["files"].get("default_thresholds"))
     print(f"wrote {args.out / REPORT}")
+    return 0
+
+
+def run_audit(args: argparse.Namespace) -> int:
+    from irforge.app.errors import UsageError
+    from irforge.app.judge_audit import REPORT, judge_audit
+    from irforge.judge.audit import audit_lines
+
+    try:
+        report = judge_audit(args.dataset, out=args.out, sample=args.sample, seed=args.seed, split=args.split,
+                             manipulations=args.manipulations, negatives_depth=args.negatives_depth,
+                             index_dir=args.index_dir, choice=judge_choice(args))
+    except UsageError as error:
+        print(f"irforge judge-audit: error: {redact_text(str(error))}", file=sys.stderr)
+        return 2
+    print("\n".join(audit_lines(report)))
+    print(f"wrote {args.out / REPORT}")
+    if report["not_labelled"]:
+        print(f"irforge judge-audit: {report['not_labelled']} judgements were unparsed or failed; those pairs are left "
+              f"out of the figures (run again to retry them)", file=sys.stderr)
+        return EXIT_NOT_ALL_JUDGED
     return 0
 
 
