@@ -240,6 +240,11 @@ class EmbeddedBackend(LexicalBackend):
             vocabulary_size = len(tokenizer.get_vocab_dict())
             corpus = _StagedCorpus([tokens[d] for d in doc_ids], {i: i for i in range(vocabulary_size)})
             retriever.index(corpus, show_progress=False)
+            # bm25s writes this vocabulary with orjson when orjson is importable (ranx, ir_datasets
+            # and many more install it), and orjson refuses int keys (stdlib json would write them
+            # as strings). Give it the string keys the file holds either way; search passes token
+            # ids, so bm25s never looks a token up in it.
+            retriever.vocab_dict = {str(token): column for token, column in retriever.vocab_dict.items()}
         with self._lock:
             directory = self._dir(corpus_id)
             previous = meta.get("generation")
