@@ -14,6 +14,7 @@ import re
 import secrets
 import shutil
 import socket
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +72,24 @@ def remove_stale_temporaries(folder: Path, final_name: str | None = None) -> lis
             path.unlink(missing_ok=True)
         removed.append(path)
     return removed
+
+
+_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def not_a_regular_file(path: str | Path) -> str | None:
+    """What `path` is when something other than a regular file is there (links followed): "a FIFO
+    (named pipe)", "a directory", "a character device"...; None for a regular file or nothing.
+    Every input file is checked with it before it is opened: a FIFO blocks open() until a writer
+    comes, /dev/zero never ends, and "file not found" sent users looking for a file that is there."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:   # nothing there (or not reachable): the caller's "not found" or open() says so
+        return None
+    if stat.S_ISREG(mode):
+        return None
+    return next((kind for test, kind in _KINDS if test(mode)), "not a file")
 
 
 class atomic_write:
