@@ -17,6 +17,7 @@ import os
 import shutil
 import subprocess
 import sys
+import typing
 from pathlib import Path
 
 import numpy as np
@@ -298,6 +299,7 @@ def test_the_embedding_cache_on_a_full_disk(full_disk):
 
 VECTOR_STORE_ON_A_FULL_DISK = """
 import sys
+import typing
 import numpy as np
 from irforge.common.files import NoSpaceLeft
 from irforge.corpus.vectors.edge import EdgeVectorBackend
@@ -338,3 +340,44 @@ def test_a_corpus_service_on_a_full_disk_tells_the_client_which_folder(full_disk
         running.stop(grace=0)
     assert_disk_full(code, capsys.readouterr().err, "eval", indexes)
     assert not (tmp_path / "out").exists()
+
+
+# -- endpoint options without --endpoint -----------------------------------------------------------
+
+def endpoint_overrides() -> list[tuple[str, str]]:
+    """(flag, a valid value) for every --endpoint-* override the pipeline declares: a new one is
+    covered without a new row."""
+    from irforge.config.options import leaves
+    from irforge.config.pipeline import PipelineConfig
+
+    values = {int: "8", str: "http://127.0.0.1:9/v1"}
+    found = []
+    for leaf in leaves(PipelineConfig):
+        if leaf.path[0] == "endpoint" and leaf.path[-1] != "spec":
+            kind = next(t for t in (int, str) if t in typing.get_args(leaf.type) or leaf.type is t)
+            found.append((leaf.info.flag, values[kind]))
+    assert len(found) >= 5, found
+    return found
+
+
+@pytest.mark.parametrize("command", ["eval", "eval-instructions", "bench"])
+@pytest.mark.parametrize(("flag", "value"), endpoint_overrides())
+def test_an_endpoint_option_without_an_endpoint_is_refused_not_ignored(command, flag, value, tmp_path, capsys):
+    # It was ignored: `--endpoint-batch-size 8` without --endpoint evaluated BM25 without a word.
+    dataset = write_files(tmp_path / "ds", GOOD_BEIR)
+    code = main([command, "--dataset", str(dataset), "--out", str(tmp_path / "out"), flag, value])
+    err = capsys.readouterr().err
+    assert f"{flag} {value} does not apply here: it overrides a field of --endpoint's spec" in err, err
+    assert code == 2
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(("flag", "value"), endpoint_overrides())
+def test_an_orchestrator_job_refuses_an_endpoint_option_without_an_endpoint(flag, value, tmp_path):
+    from irforge.orchestrator.errors import JobSpecError
+    from irforge.orchestrator.spec import JobSpec
+
+    dataset = write_files(tmp_path / "ds", GOOD_BEIR)
+    with pytest.raises(JobSpecError, match=f"{flag} {value} does not apply here"):
+        JobSpec.of(dataset=str(dataset),
+                   **{flag.lstrip("-").replace("-", "_"): int(value) if value.isdigit() else value}).validate()
