@@ -109,8 +109,7 @@ def _run(argv: list[str] | None) -> int:
             if not is_disk_full(error):
                 raise
             error = NoSpaceLeft(error.filename or "(a file the writer did not name)")
-        print(f"irforge {args.command}: error: {error}; nothing half-written was kept: free some space and run again",
-              file=sys.stderr)
+        print(f"irforge {args.command}: error: {error}; free some space and run again", file=sys.stderr)
         return DISK_FULL_EXIT
     except KeyboardInterrupt:
         print(f"irforge {args.command}: interrupted", file=sys.stderr)
