@@ -210,8 +210,8 @@ GRPC_CASES = [case for case in TREC_CASES if grpc_request(case) is not None]
 
 def test_the_grpc_leg_gets_every_entry_level_case():
     # A guard on loose_entries: these rows are exactly what only the entries themselves can show.
-    assert {c.name for c in GRPC_CASES} == {"run-score-nan", "run-score-inf", "run-duplicate-entry",
-                                            "qrels-conflict", "run-and-qrels-disjoint"}
+    assert {c.name for c in GRPC_CASES} == {"run-score-nan", "run-score-inf", "run-score-huge-overflows-to-inf",
+                                            "run-duplicate-entry", "qrels-conflict", "run-and-qrels-disjoint"}
 
 
 @pytest.mark.parametrize("case", GRPC_CASES, ids=str)

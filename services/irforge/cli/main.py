@@ -11,6 +11,7 @@ from irforge.cli import (agreement_cmd, bench_cmd, build_instructions_cmd, compa
                          generate_cmd, instructions_cmd, jobs_cmd, judge_cmd, metrics_cmd, qc_cmd, report_cmd, serve_cmd,
                          service_cmd, shard_cmd)
 from irforge.cli.parser import IrforgeParser
+from irforge.common.files import NoSpaceLeft, is_disk_full
 from irforge.common.grpc_errors import ServiceUnavailable
 from irforge.common.output_set import OutputFolderError
 from irforge.common.redact import redact_text
@@ -29,6 +30,10 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 USER_ERRORS = (DataFormatError, MeasureError, EvaluationError, CorpusError, ModelError, EndpointError, ServiceUnavailable,
                JudgeError, TlsConfigError, OutputFolderError, DatasetError)
+# A full disk (or quota) is the user's environment, not their input and not a bug: exit status 74
+# (EX_IOERR, sysexits.h), told apart from 2 (bad input: retrying cannot help, so a shard worker's
+# Job fails at once) and 1 (a bug, with its traceback). Freeing space and running again can succeed.
+DISK_FULL_EXIT = 74
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -99,6 +104,13 @@ def _run(argv: list[str] | None) -> int:
         # Errors quote what the user gave (an endpoint's URL among them): never its credentials.
         print(f"irforge {args.command}: error: {redact_text(str(error))}", file=sys.stderr)
         return 2
+    except (NoSpaceLeft, OSError) as error:
+        if not isinstance(error, NoSpaceLeft):
+            if not is_disk_full(error):
+                raise
+            error = NoSpaceLeft(error.filename or "(a file the writer did not name)")
+        print(f"irforge {args.command}: error: {error}; free some space and run again", file=sys.stderr)
+        return DISK_FULL_EXIT
     except KeyboardInterrupt:
         print(f"irforge {args.command}: interrupted", file=sys.stderr)
         return 130

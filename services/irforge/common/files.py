@@ -7,6 +7,7 @@ host and pid say whose it is, so the next run removes only those of processes th
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -14,10 +15,48 @@ import re
 import secrets
 import shutil
 import socket
+import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from irforge.common.error_status import register_status
+
 TEMPORARY = re.compile(r"^\.(?P<name>.+)\.irforge-(?P<host>.+)-(?P<pid>\d+)-(?P<token>[0-9a-f]+)\.(?P<kind>tmp|staging|old)$")
+
+
+# A full disk and an exhausted quota: the user's environment, not their input, and not a bug.
+DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
+
+
+class NoSpaceLeft(Exception):
+    """A write found the disk (or the quota) full. The message names what was being written; the
+    writer has removed what it had half written. Not an OSError: it travels over gRPC as its type
+    and message (common/grpc_errors.py rebuilds it with Exception's constructor)."""
+
+    def __init__(self, path: str | Path, detail: str = ""):
+        self.path = Path(path)
+        super().__init__(f"no space left on device while writing {path}" + (f" ({detail})" if detail else ""))
+
+
+register_status(NoSpaceLeft, "RESOURCE_EXHAUSTED")
+
+
+def is_disk_full(error: BaseException) -> bool:
+    return isinstance(error, OSError) and error.errno in DISK_FULL
+
+
+@contextmanager
+def writing(path: str | Path) -> Iterator[None]:
+    """Turn a full disk met in this block into NoSpaceLeft naming `path` (the file or folder the
+    user knows: the final name, not the temporary one being written)."""
+    try:
+        yield
+    except OSError as error:
+        if error.errno in DISK_FULL:
+            raise NoSpaceLeft(path) from error
+        raise
 
 
 def temporary_name(final_name: str, kind: str) -> str:
@@ -73,6 +112,24 @@ def remove_stale_temporaries(folder: Path, final_name: str | None = None) -> lis
     return removed
 
 
+_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def not_a_regular_file(path: str | Path) -> str | None:
+    """What `path` is when something other than a regular file is there (links followed): "a FIFO
+    (named pipe)", "a directory", "a character device"...; None for a regular file or nothing.
+    Every input file is checked with it before it is opened: a FIFO blocks open() until a writer
+    comes, /dev/zero never ends, and "file not found" sent users looking for a file that is there."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:   # nothing there (or not reachable): the caller's "not found" or open() says so
+        return None
+    if stat.S_ISREG(mode):
+        return None
+    return next((kind for test, kind in _KINDS if test(mode)), "not a file")
+
+
 class atomic_write:
     """Context manager: write to a temporary file beside `path`, rename over it on success.
 
@@ -84,23 +141,33 @@ class atomic_write:
         self.mode = mode
 
     def __enter__(self):
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        while True:
-            self.tmp = self.path.parent / temporary_name(self.path.name, "tmp")
-            try:
-                fd = os.open(self.tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
-                break
-            except FileExistsError:  # 32 random bits taken: draw again
-                continue
+        with writing(self.path):
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            while True:
+                self.tmp = self.path.parent / temporary_name(self.path.name, "tmp")
+                try:
+                    fd = os.open(self.tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+                    break
+                except FileExistsError:  # 32 random bits taken: draw again
+                    continue
         self.handle = os.fdopen(fd, self.mode, encoding=None if "b" in self.mode else "utf-8")
         return self.handle
 
     def __exit__(self, exc_type, exc, tb):
-        self.handle.close()
-        if exc_type is None:
-            os.replace(self.tmp, self.path)
-        else:
-            os.unlink(self.tmp)
+        try:
+            self.handle.close()   # flushes what is buffered: on a full disk that fails too
+            if exc_type is None:
+                os.replace(self.tmp, self.path)
+                return False
+        except BaseException as error:
+            self.tmp.unlink(missing_ok=True)
+            if exc is None:       # else the body's own error is the one to tell, below
+                if is_disk_full(error):
+                    raise NoSpaceLeft(self.path) from error
+                raise
+        self.tmp.unlink(missing_ok=True)
+        if is_disk_full(exc):
+            raise NoSpaceLeft(self.path) from exc
         return False
 
 

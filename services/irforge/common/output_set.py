@@ -19,7 +19,7 @@ import os
 import shutil
 from pathlib import Path
 
-from irforge.common.files import TEMPORARY, remove_stale_temporaries, temporary_name
+from irforge.common.files import TEMPORARY, NoSpaceLeft, is_disk_full, remove_stale_temporaries, temporary_name, writing
 
 EVAL_SET = ("results.json", "run.trec", "qrels.judged.tsv", "qrels.judged.provenance.jsonl")
 
@@ -79,18 +79,27 @@ class OutputSet:
         remove_stale_temporaries(parent, self.target.name)
         remove_stale_temporaries(self.target)
         self.staging = parent / temporary_name(self.target.name, "staging")
-        os.mkdir(self.staging, 0o777)  # the umask applies, as for any folder the user makes
+        with writing(self.target):
+            os.mkdir(self.staging, 0o777)  # the umask applies, as for any folder the user makes
         return self.staging
 
     def __exit__(self, exc_type, exc, tb):
-        if exc_type is not None:
-            shutil.rmtree(self.staging, ignore_errors=True)
-            return False
         try:
-            self._commit()
-        except BaseException:
-            shutil.rmtree(self.staging, ignore_errors=True)
-            raise
+            if exc_type is None:
+                self._commit()
+                return False
+        except BaseException as error:
+            exc = error
+        shutil.rmtree(self.staging, ignore_errors=True)
+        if isinstance(exc, NoSpaceLeft) or is_disk_full(exc):
+            # Named as the user knows it: OUT/results.json, not the staging folder (a full disk
+            # met elsewhere meanwhile, an index folder, keeps its own name).
+            written = getattr(exc, "path", None) or getattr(exc, "filename", None)
+            inside = written is not None and Path(written).is_relative_to(self.staging)
+            if inside or (written is None and is_disk_full(exc)):   # a write in the staging folder
+                raise NoSpaceLeft(self.target / (Path(written).relative_to(self.staging) if inside else "")) from exc
+        if exc_type is None:
+            raise exc
         return False
 
     def _commit(self) -> None:

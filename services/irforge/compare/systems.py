@@ -11,6 +11,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from irforge.common.files import not_a_regular_file
 from irforge.data import DataFormatError, read_trec_run
 from irforge.data.qrels import qrels_fingerprint
 from irforge.evaluator import EvaluationOptions, Evaluator
@@ -48,6 +49,9 @@ def load_results(path: str | Path, label: str | None = None) -> System:
     """A results.json (or the folder holding one) written by `irforge eval` or `irforge.evaluate`."""
     path = Path(path)
     file = path / "results.json" if path.is_dir() else path
+    kind = not_a_regular_file(file)
+    if kind:   # a FIFO would block the read, /dev/zero never end it
+        raise ComparisonError(f"{file}: the results.json given is {kind}, not a regular file")
     if not file.is_file():
         raise ComparisonError(f"{path}: no results.json there (give a results folder, a results.json, "
                               "or a TREC run with --qrels)")

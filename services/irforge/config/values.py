@@ -12,6 +12,7 @@ from typing import TypeVar
 
 import yaml
 
+from irforge.common.files import not_a_regular_file
 from irforge.config.options import ConfigError, UnknownOption, coerce, is_section, leaves, leaves_by_name, nearest, plain
 from irforge.config.options import _hints
 
@@ -105,6 +106,9 @@ def load(cls: type[T], path: str | Path) -> T:
     run's results.json, whose `config` it takes (so `--config runs/x/results.json` runs that
     configuration again). Relative paths in it stay as written (relative to where the command
     runs, as a flag's would)."""
+    kind = not_a_regular_file(path)
+    if kind:   # a FIFO would block the read, /dev/zero never end it
+        raise ConfigError(f"configuration {path} is {kind}, not a regular file")
     try:
         mapping = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
     except OSError as error:

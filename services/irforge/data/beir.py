@@ -14,7 +14,7 @@ from irforge.common.files import file_sha256
 from irforge.data.entries import EntryError, add_judgement
 from irforge.data.errors import DataFormatError
 from irforge.data.qrels import parse_relevance
-from irforge.data.textfile import numbered_lines
+from irforge.data.textfile import numbered_lines, regular_input
 from irforge.data.types import Document, Qrels, Query
 
 QRELS_HEADER = ("query-id", "corpus-id", "score")
@@ -77,7 +77,7 @@ def _refuse_lone_surrogates(path: Path, line_number: int, obj: dict[str, Any]) -
 def _json_objects(path: Path, kind: str) -> Iterator[tuple[int, dict[str, Any], str]]:
     """(line number, object, its `_id`) per line; rejects malformed JSON, missing and duplicate ids."""
     seen: dict[str, int] = {}
-    for line_number, line in numbered_lines(path):
+    for line_number, line in numbered_lines(path, "corpus file" if kind == "document" else "queries file"):
         obj, item_id = _parse_line(path, line_number, line, kind)
         if item_id in seen:
             raise DataFormatError(path, f"duplicate {kind} id {item_id!r} (first seen on line {seen[item_id]})", line_number)
@@ -149,7 +149,7 @@ def read_beir_qrels(path: str | Path) -> Qrels:
     path = Path(path)
     qrels: Qrels = {}
     first_lines: dict[tuple[str, str], int] = {}
-    for line_number, line in numbered_lines(path):
+    for line_number, line in numbered_lines(path, "qrels file"):
         fields = qrels_fields(line)
         if not first_lines and is_qrels_header(fields):
             continue
@@ -169,7 +169,9 @@ def read_beir_qrels(path: str | Path) -> Qrels:
 
 
 def _first_existing(*candidates: Path) -> Path | None:
-    return next((c for c in candidates if c.is_file()), None)
+    """The first candidate that is there; a FIFO or a folder counts (its reader says what it is,
+    rather than "not found")."""
+    return next((c for c in candidates if c.exists()), None)
 
 
 @dataclass(frozen=True)
@@ -196,7 +198,7 @@ class BeirDataset:
         found = _first_existing(self.root / stem, self.root / f"{stem}.gz")
         if found is None:
             raise DataFormatError(self.root / stem, "file not found (nor a .gz)")
-        return checked(found, "dataset file")
+        return regular_input(checked(found, "dataset file"), f"dataset's {stem}")
 
     @property
     def corpus_path(self) -> Path:
@@ -211,7 +213,7 @@ class BeirDataset:
         if found is None:
             splits = sorted(p.name.split(".")[0] for p in (self.root / "qrels").glob("*.tsv*"))
             raise DataFormatError(self.root / "qrels" / f"{split}.tsv", f"split {split!r} not found; available: {', '.join(splits) or 'none'}")
-        return checked(found, "dataset file")
+        return regular_input(checked(found, "dataset file"), f"dataset's {split} qrels")
 
     def corpus(self) -> Iterator[Document]:
         return iter_corpus(self.corpus_path)

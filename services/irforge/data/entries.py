@@ -8,6 +8,10 @@ import math
 
 from irforge.data.types import Qrels, Run
 
+# trec_eval keeps a relevance in a C int: beyond a C long pytrec_eval raised SystemError, and in
+# between it wrapped silently (2**63 - 1 was scored as not relevant). Refused instead.
+MAX_RELEVANCE = 2**31 - 1
+
 
 class EntryError(ValueError):
     """One run entry or judgement cannot be used. The edge that read it says where it came from."""
@@ -35,6 +39,9 @@ def add_judgement(qrels: Qrels, query_id: str, doc_id: str, relevance: int,
     """Add a judgement; the same one repeated is fine, two different ones are refused. File readers
     pass `first_lines` (filled here) so the message can point at the first of the two."""
     _check_ids(query_id, doc_id)
+    if abs(relevance) > MAX_RELEVANCE:
+        raise EntryError(f"relevance {relevance} for query {query_id!r}, document {doc_id!r} is outside "
+                         f"-{MAX_RELEVANCE}..{MAX_RELEVANCE} (trec_eval keeps it in a 32-bit integer)")
     judged = qrels.setdefault(query_id, {})
     previous = judged.setdefault(doc_id, relevance)
     if first_lines is not None:

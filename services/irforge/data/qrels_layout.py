@@ -27,15 +27,15 @@ class QrelsFile:
     layout: str   # BEIR or TREC: which reader read it, in words a user can check against the file
 
 
-def first_line(path: str | Path) -> tuple[int, str] | None:
+def first_line(path: str | Path, what: str = "input file") -> tuple[int, str] | None:
     """(line number, text) of the first non-blank line; None for a file with none."""
-    return next(iter(numbered_lines(path)), None)
+    return next(iter(numbered_lines(path, what)), None)
 
 
 def read_qrels_file(path: str | Path) -> QrelsFile:
     """Read a BEIR or a TREC qrels file, whichever its first line says it is."""
     path = Path(path)
-    first = first_line(path)
+    first = first_line(path, "qrels file")
     if first is not None and is_qrels_header(qrels_fields(first[1])):
         return QrelsFile(read_beir_qrels(path), BEIR)
     try:

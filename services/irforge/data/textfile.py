@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
+from irforge.common.files import not_a_regular_file
 from irforge.data.errors import DataFormatError
 
 BOM = b"\xef\xbb\xbf"
@@ -17,22 +18,35 @@ def _open_binary(path: Path) -> BinaryIO:
     return gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")
 
 
-def open_text(path: str | Path) -> io.TextIOBase:
-    """Open a UTF-8 text file, transparently decompressing `.gz`. Universal newlines: CRLF is fine.
-    A BOM at the start is skipped (utf-8-sig): Windows tools write one; anywhere else it is data."""
+def regular_input(path: str | Path, what: str = "input file") -> Path:
+    """`path` when it is a regular file (links followed); DataFormatError naming it and `what` it
+    is for ("run file", "corpus file"...) when it is missing, a FIFO, a device or a folder. Every
+    data file passes here before it is opened: a FIFO would block, /dev/zero never end."""
     path = Path(path)
+    kind = not_a_regular_file(path)
+    if kind:
+        raise DataFormatError(path, f"the {what} is {kind}, not a regular file")
     if not path.is_file():
         raise DataFormatError(path, "file not found")
+    return path
+
+
+def open_text(path: str | Path, what: str = "input file") -> io.TextIOBase:
+    """Open a UTF-8 text file, transparently decompressing `.gz`. Universal newlines: CRLF is fine.
+    A BOM at the start is skipped (utf-8-sig): Windows tools write one; anywhere else it is data.
+    `what` names the input in the error when the path is a FIFO, a device or a folder."""
+    path = regular_input(path, what)
     return io.TextIOWrapper(_open_binary(path), encoding="utf-8-sig", newline=None)
 
 
-def numbered_lines(path: str | Path) -> Iterator[tuple[int, str]]:
+def numbered_lines(path: str | Path, what: str = "input file") -> Iterator[tuple[int, str]]:
     """(1-based line number, line without its line ending) for every non-blank line.
 
-    Raises DataFormatError for an empty file, undecodable bytes or a corrupt gzip stream.
+    Raises DataFormatError for an empty file, undecodable bytes or a corrupt gzip stream, or a
+    path that is not a regular file (`what` names the input then: "run file", "corpus file"...).
     """
     seen_any = False
-    with open_text(path) as handle:
+    with open_text(path, what) as handle:
         line_number = 0
         try:
             for line_number, raw in enumerate(handle, start=1):

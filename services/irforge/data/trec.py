@@ -29,7 +29,7 @@ def read_trec_run(path: str | Path) -> TrecRun:
     path = Path(path)
     run: Run = {}
     tag = ""
-    for line_number, line in numbered_lines(path):
+    for line_number, line in numbered_lines(path, "run file"):
         fields = line.split()
         if len(fields) < 6:
             raise DataFormatError(path, f"expected at least 6 fields (qid Q0 docno rank score tag), got {len(fields)}", line_number)
@@ -51,7 +51,7 @@ def read_trec_qrels(path: str | Path) -> Qrels:
     path = Path(path)
     qrels: Qrels = {}
     first_lines: dict[tuple[str, str], int] = {}
-    for line_number, line in numbered_lines(path):
+    for line_number, line in numbered_lines(path, "qrels file"):
         fields = line.split()
         if len(fields) != 4:
             raise DataFormatError(path, f"expected 4 fields (qid iter docno rel), got {len(fields)}", line_number)

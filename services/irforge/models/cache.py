@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 import platformdirs
 
+from irforge.common.files import NoSpaceLeft
 from irforge.common.sqlite_connections import ThreadConnections, switch_to_wal
 from irforge.models.errors import ModelError
 
@@ -114,6 +115,8 @@ class EmbeddingCache:
                 connection.execute("ROLLBACK")
                 raise
         except sqlite3.DatabaseError as error:
+            if getattr(error, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL:
+                raise NoSpaceLeft(self.path) from None
             raise EmbeddingCacheError(f"embedding cache {self.path} is unusable: {error}") from None
 
     # --- API ---------------------------------------------------------------------------------
@@ -201,6 +204,8 @@ class EmbeddingCache:
                     connection.execute("ROLLBACK")
                 raise
         except sqlite3.Error as error:
+            if getattr(error, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL:   # rolled back: nothing half-written
+                raise NoSpaceLeft(self.path) from None
             raise EmbeddingCacheError(f"embedding cache {self.path}: write failed: {error}") from None
 
     def count(self, encoder_key: str | None = None, role: str | Enum | None = None) -> int:

@@ -9,6 +9,8 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from irforge.common.files import not_a_regular_file
+
 # A folder given as input: the first of these it holds is the input.
 FOLDER_FILES = ("comparison.json", "suite.json", "results.json")
 KINDS = {"comparison": "comparison", "suite-comparison": "suite-comparison", "suite": "suite", "instructions": "instructions",
@@ -101,6 +103,9 @@ def resolve(given: str) -> Path:
         raise ReportInputError(f"{given}: the folder holds none of {', '.join(FOLDER_FILES)}")
     if not path.exists():
         raise ReportInputError(f"{given}: no such file or folder")
+    kind = not_a_regular_file(path)
+    if kind:   # a FIFO would block the read, /dev/zero never end it
+        raise ReportInputError(f"{given}: the report input is {kind}, not a regular file or folder")
     return path
 
 

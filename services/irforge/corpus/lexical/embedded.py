@@ -27,7 +27,7 @@ import numpy as np
 import Stemmer
 from bm25s.tokenization import Tokenizer
 
-from irforge.common.files import write_json_atomic
+from irforge.common.files import write_json_atomic, writing
 from irforge.common.locks import ExclusiveLock, LockHeld
 from irforge.corpus.lexical.base import (
     CorpusInfo, CorpusState, DocumentError, IngestProgress, LexicalBackend, document_id_problem,
@@ -240,6 +240,11 @@ class EmbeddedBackend(LexicalBackend):
             vocabulary_size = len(tokenizer.get_vocab_dict())
             corpus = _StagedCorpus([tokens[d] for d in doc_ids], {i: i for i in range(vocabulary_size)})
             retriever.index(corpus, show_progress=False)
+            # bm25s writes this vocabulary with orjson when orjson is importable (ranx, ir_datasets
+            # and many more install it), and orjson refuses int keys (stdlib json would write them
+            # as strings). Give it the string keys the file holds either way; search passes token
+            # ids, so bm25s never looks a token up in it.
+            retriever.vocab_dict = {str(token): column for token, column in retriever.vocab_dict.items()}
         with self._lock:
             directory = self._dir(corpus_id)
             previous = meta.get("generation")
@@ -247,22 +252,35 @@ class EmbeddedBackend(LexicalBackend):
             folder = directory / generation
             if folder.exists():  # left over by a crash before its meta.json was written
                 shutil.rmtree(folder)
-            folder.mkdir(parents=True)
-            if has_terms:
-                retriever.save(str(folder / "index"), show_progress=False)
-            tokenizer.save_vocab(str(folder / "tokenizer"))
-            (folder / "doc_ids.json").write_text(json.dumps(doc_ids))
-            offsets = np.zeros(len(doc_ids) + 1, dtype=np.int64)
-            offsets[1:] = np.cumsum([len(tokens[d]) for d in doc_ids])
-            flat = np.concatenate([tokens[d] for d in doc_ids]) if doc_ids else np.zeros(0, dtype=np.int32)
-            np.savez(folder / "tokens.npz", flat=flat, offsets=offsets)
-            meta = {**meta, "state": CorpusState.READY.value, "document_count": len(doc_ids), "generation": generation,
-                    "has_terms": has_terms}
-            write_json_atomic(directory / "meta.json", meta)
+            try:
+                with writing(directory):
+                    folder.mkdir(parents=True)
+                    self._write_generation(folder, retriever if has_terms else None, tokenizer, doc_ids, tokens)
+                    meta = {**meta, "state": CorpusState.READY.value, "document_count": len(doc_ids),
+                            "generation": generation, "has_terms": has_terms}
+                    write_json_atomic(directory / "meta.json", meta)
+            except BaseException:
+                # A full disk (or anything else) mid-write: meta.json still names the previous
+                # generation, which stays in service; the half-written one goes now, not at the
+                # next commit, so it does not hold the space the user is freeing.
+                shutil.rmtree(folder, ignore_errors=True)
+                raise
             self._loaded.pop(corpus_id, None)
             for old in directory.iterdir():  # keep `previous`: a reader may be loading it now
                 if old.is_dir() and _GENERATION.match(old.name) and old.name not in (generation, previous):
                     shutil.rmtree(old, ignore_errors=True)
+
+    @staticmethod
+    def _write_generation(folder: Path, retriever: bm25s.BM25 | None, tokenizer: Tokenizer, doc_ids: list[str],
+                          tokens: dict[str, np.ndarray]) -> None:
+        if retriever is not None:
+            retriever.save(str(folder / "index"), show_progress=False)
+        tokenizer.save_vocab(str(folder / "tokenizer"))
+        (folder / "doc_ids.json").write_text(json.dumps(doc_ids))
+        offsets = np.zeros(len(doc_ids) + 1, dtype=np.int64)
+        offsets[1:] = np.cumsum([len(tokens[d]) for d in doc_ids])
+        flat = np.concatenate([tokens[d] for d in doc_ids]) if doc_ids else np.zeros(0, dtype=np.int32)
+        np.savez(folder / "tokens.npz", flat=flat, offsets=offsets)
 
     # -- search ---------------------------------------------------------------------------
 

@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 import qdrant_edge as qe
 
-from irforge.common.files import write_json_atomic
+from irforge.common.files import NoSpaceLeft, write_json_atomic
 from irforge.corpus.errors import BackendUnavailable, CorpusNotFound, CorpusNotReady
 from irforge.corpus.lexical.base import CorpusState
 from irforge.corpus.vectors import (
@@ -43,6 +43,11 @@ UPSERT_BATCH = 1024        # points per shard update: bounds the Python-side cop
 QUERY_BATCH = 256          # queries per query_batch call
 THRESHOLD_KB = 1           # indexing and full-scan thresholds: see the module docstring
 _DISTANCE = {"cosine": qe.Distance.Cosine, "dot": qe.Distance.Dot}
+# Qdrant Edge writes through memory-mapped files: a disk that fills under them kills the process
+# with SIGBUS (no error to catch). So room is checked before writing: an empty shard takes ~1 MiB
+# (measured), a committed one ~4x its raw vectors (segments, copies while optimizing, the graph).
+SHARD_ROOM = 8 * 2**20
+ROOM_PER_VALUE = 4 * 4     # bytes per float32 vector component (or sparse term) written
 SPARSE_NAME = "sparse"     # the shard's one named sparse vector
 
 
@@ -69,6 +74,15 @@ class EdgeVectorBackend(VectorBackend):
         if meta is None:
             raise CorpusNotFound(collection_id)
         return meta
+
+    def _check_room(self, collection_id: str, values: int) -> None:
+        """NoSpaceLeft, before any write, when the disk lacks the room `values` more float32s need."""
+        needed = SHARD_ROOM + values * ROOM_PER_VALUE
+        free = shutil.disk_usage(self.root).free
+        if free < needed:
+            raise NoSpaceLeft(self._dir(collection_id), f"Qdrant Edge needs about {needed / 2**20:.0f} MiB free there "
+                              f"and {free / 2**20:.1f} MiB are: a disk that fills under its memory-mapped files "
+                              "kills the process")
 
     def _write_meta(self, meta: dict) -> None:
         write_json_atomic(self._dir(meta["collection_id"]) / "meta.json", meta)
@@ -137,6 +151,7 @@ class EdgeVectorBackend(VectorBackend):
             if directory.exists():  # a create that crashed before writing meta.json
                 self._close_shard(collection_id)
                 shutil.rmtree(directory)
+            self._check_room(collection_id, 0)
             config = qe.EdgeConfig(
                 vectors=qe.EdgeVectorParams(size=dimension, distance=_DISTANCE[distance]),
                 hnsw_config=qe.HnswIndexConfig(m=hnsw.m, ef_construct=hnsw.ef_construct, full_scan_threshold=THRESHOLD_KB),
@@ -172,6 +187,7 @@ class EdgeVectorBackend(VectorBackend):
             meta = self._require(collection_id)
             check_kind(meta, sparse=False)
             array = check_upsert(collection_id, doc_ids, vectors, meta["dimension"], meta["distance"])
+            self._check_room(collection_id, array.size)
             shard = self._shard(collection_id)
             meta = {**meta, "state": CorpusState.EMPTY.value}
             self._write_meta(meta)  # before the shard changes: see the module docstring
@@ -234,6 +250,7 @@ class EdgeVectorBackend(VectorBackend):
             if directory.exists():  # a create that crashed before writing meta.json
                 self._close_shard(collection_id)
                 shutil.rmtree(directory)
+            self._check_room(collection_id, 0)
             # A sparse-only shard: Qdrant's inverted index scores the dot product exactly.
             config = qe.EdgeConfig(sparse_vectors={SPARSE_NAME: qe.EdgeSparseVectorParams()})
             self._shards[collection_id] = qe.EdgeShard.create(str(directory / "shard"), config)
@@ -246,6 +263,7 @@ class EdgeVectorBackend(VectorBackend):
             meta = self._require(collection_id)
             check_kind(meta, sparse=True)
             rows = check_sparse_upsert(collection_id, doc_ids, vectors, meta["dimension"])
+            self._check_room(collection_id, 2 * sum(len(indices) for indices, _ in rows))   # an index and a value per term
             shard = self._shard(collection_id)
             meta = {**meta, "state": CorpusState.EMPTY.value}
             self._write_meta(meta)  # before the shard changes, as upsert()
