@@ -24,14 +24,14 @@ from irforge.v1 import orchestrator_pb2, orchestrator_pb2_grpc
 
 
 def _rebuild(error: grpc.RpcError, address: str):
-    raise_from_rpc(error, address)  # JobSpecError, JobNotFound, ResultsNotReady: registered in orchestrator/errors.py
+    raise_from_rpc(error, address, channel="orchestrator")  # JobSpecError, JobNotFound, ResultsNotReady: registered in orchestrator/errors.py
 
 
 class OrchestratorClient:
     def __init__(self, address: str, timeout: float = 60.0):
         self.address = address
         self.timeout = timeout
-        self._channel = open_channel(address)
+        self._channel = open_channel(address, channel="orchestrator")
         self._stub = orchestrator_pb2_grpc.OrchestratorStub(self._channel)
 
     def _call(self, method, request):
