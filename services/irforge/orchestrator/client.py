@@ -17,6 +17,7 @@ from irforge.corpus.vectors import base as _vector_errors  # noqa: F401 - regist
 from irforge.models import errors as _model_errors  # noqa: F401 - registers ModelNotFound... to rebuild it
 from irforge.orchestrator import protocol
 from irforge.orchestrator import errors as _errors  # noqa: F401 - registers the types the server raises, to rebuild them
+from irforge.orchestrator.limits import checked_limit
 from irforge.orchestrator.spec import JobSpec
 from irforge.orchestrator.store import JobEvent, JobRecord
 from irforge.v1 import orchestrator_pb2, orchestrator_pb2_grpc
@@ -47,7 +48,7 @@ class OrchestratorClient:
         return protocol.job_from_proto(self._call(self._stub.GetJob, orchestrator_pb2.JobRef(job_id=job_id)))
 
     def list(self, limit: int = 100) -> list[JobRecord]:
-        reply = self._call(self._stub.ListJobs, orchestrator_pb2.ListJobsRequest(limit=limit))
+        reply = self._call(self._stub.ListJobs, orchestrator_pb2.ListJobsRequest(limit=checked_limit(limit)))
         return [protocol.job_from_proto(job) for job in reply.jobs]
 
     def cancel(self, job_id: str) -> JobRecord:
