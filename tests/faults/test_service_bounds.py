@@ -252,3 +252,19 @@ def test_a_single_429_with_retry_after_is_still_retried(chat_judge):
     chat.script(scripted.status(429, retry_after=0), scripted.status(429, retry_after=0), "2")
     judgements = judge.judge(PAIRS[:3])
     assert all(j.verdict is Verdict.LABELLED for j in judgements) and len(chat.chat_requests) == 5
+
+
+def test_a_watch_from_a_sequence_sqlite_cannot_hold_is_refused(orchestrator_address):
+    address, orchestrator = orchestrator_address
+    with pytest.raises(orchestrator_errors.RequestError, match="'after_sequence': must be within"):
+        list(orchestrator.watch("000000000000", after=2**64))
+    with OrchestratorClient(address) as client, pytest.raises(orchestrator_errors.RequestError):
+        list(client.watch("000000000000", after=2**64))
+
+
+def test_evaluation_options_past_int32_are_refused_in_words(services_address):
+    from irforge.evaluator.core import EvaluationOptions
+
+    with pytest.raises(EvaluationError, match="relevance_level must be at most 2147483647"):
+        RemoteEvaluator(services_address).evaluate({"q1": {"d1": 1}}, {"q1": {"d1": 1.0}}, ["P@1"],
+                                                    EvaluationOptions(relevance_level=2**40))

@@ -19,6 +19,9 @@ ENTRIES_PER_MESSAGE = 10_000  # run/qrels lines per stream message (~0.5 MB)
 
 
 def options_to_proto(measures: list[str], options: EvaluationOptions, per_query: bool) -> evaluator_pb2.EvaluateOptions:
+    for name in ("relevance_level", "max_docs_per_query"):   # int32 fields: refused here, in words, not by protobuf
+        if getattr(options, name) > INT32_MAX:
+            raise EvaluationError(f"evaluation option {name} must be at most {INT32_MAX}, got {getattr(options, name)}")
     return evaluator_pb2.EvaluateOptions(
         measures=measures, drop_identical_ids=options.drop_identical_ids, complete=options.complete,
         relevance_level=options.relevance_level, max_docs_per_query=options.max_docs_per_query, per_query=per_query,

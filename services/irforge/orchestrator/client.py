@@ -17,7 +17,7 @@ from irforge.corpus.vectors import base as _vector_errors  # noqa: F401 - regist
 from irforge.models import errors as _model_errors  # noqa: F401 - registers ModelNotFound... to rebuild it
 from irforge.orchestrator import protocol
 from irforge.orchestrator import errors as _errors  # noqa: F401 - registers the types the server raises, to rebuild them
-from irforge.orchestrator.limits import checked_limit
+from irforge.orchestrator.limits import checked_limit, checked_sequence
 from irforge.orchestrator.spec import JobSpec
 from irforge.orchestrator.store import JobEvent, JobRecord
 from irforge.v1 import orchestrator_pb2, orchestrator_pb2_grpc
@@ -56,7 +56,8 @@ class OrchestratorClient:
 
     def watch(self, job_id: str, after: int = 0) -> Iterator[JobEvent]:
         """Events until the job ends (no deadline: a job may run for hours; the stream ends with it)."""
-        stream = self._stub.WatchJob(orchestrator_pb2.WatchJobRequest(job_id=job_id, after_sequence=after))
+        request = orchestrator_pb2.WatchJobRequest(job_id=job_id, after_sequence=checked_sequence(after))
+        stream = self._stub.WatchJob(request)
         try:
             for message in stream:
                 yield protocol.event_from_proto(message)

@@ -36,7 +36,7 @@ from irforge.orchestrator.errors import (
     OrchestratorStopping,
     ResultsNotReady,
 )
-from irforge.orchestrator.limits import checked_limit
+from irforge.orchestrator.limits import checked_limit, checked_sequence
 from irforge.orchestrator.spec import JobSpec
 from irforge.orchestrator.steps import final_metrics, job_warnings, plan_steps, result_files, run_step, step_kind
 from irforge.orchestrator.store import JobEvent, JobRecord, JobState, JobStore
@@ -131,8 +131,8 @@ class Orchestrator:
 
     def watch(self, job_id: str, after: int = 0, is_active: Callable[[], bool] = lambda: True) -> Iterator[JobEvent]:
         """Every event after `after`, then new ones as they come, until the job has ended."""
+        last = checked_sequence(after)   # before SQLite sees it
         self.store.job(job_id)  # JobNotFound before anything is streamed
-        last = after
         while True:
             ended = self.store.job(job_id).state.ended   # read before the events: the last event precedes the state
             for event in self.store.events(job_id, last):

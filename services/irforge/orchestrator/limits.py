@@ -22,3 +22,10 @@ def checked_limit(limit: int) -> int:
     if isinstance(limit, bool) or not isinstance(limit, int) or not 0 <= limit <= MAX_JOBS_LISTED:
         raise RequestError(f"ListJobs field 'limit': must be within 1..{MAX_JOBS_LISTED} (0 for 100), got {limit!r}")
     return limit
+
+
+def checked_sequence(after: int) -> int:
+    """WatchJob's after_sequence when it is within 0..2**63-1 (an int64, SQLite's INTEGER); RequestError else."""
+    if isinstance(after, bool) or not isinstance(after, int) or not 0 <= after < 2**63:
+        raise RequestError(f"WatchJob field 'after_sequence': must be within 0..{2**63 - 1}, got {after!r}")
+    return after
