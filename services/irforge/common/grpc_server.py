@@ -121,13 +121,15 @@ def open_channel(address: str, tls: ClientTls | None | str = FROM_ENVIRONMENT, c
     return grpc.intercept_channel(opened, ClientTelemetry())
 
 
-def wait_until_serving(address: str, service: str = "", timeout: float = 10.0) -> None:
-    """Block until the server's health check says SERVING; raise ConnectionError otherwise."""
-    with open_channel(address) as channel:
+def wait_until_serving(address: str, service: str = "", timeout: float = 10.0, channel: str = "") -> None:
+    """Block until the server's health check says SERVING; raise ConnectionError otherwise.
+    `channel` (common.tls.CHANNELS): the TLS setting of the channels to that service."""
+    with open_channel(address, channel=channel) as opened:
         try:
-            grpc.channel_ready_future(channel).result(timeout=timeout)
-            reply = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(service=service), timeout=timeout)
+            grpc.channel_ready_future(opened).result(timeout=timeout)
+            reply = health_pb2_grpc.HealthStub(opened).Check(health_pb2.HealthCheckRequest(service=service), timeout=timeout)
         except (grpc.FutureTimeoutError, grpc.RpcError) as error:
-            raise ConnectionError(f"no irforge server answering at {address}: {error}") from None
+            raise ConnectionError(f"no irforge {channel + ' service' if channel else 'server'} answering at {address}: "
+                                  f"{error}") from None
         if reply.status != health_pb2.HealthCheckResponse.SERVING:
             raise ConnectionError(f"server at {address} is not serving {service or 'requests'}")
