@@ -105,6 +105,9 @@ NOT_RUN: dict[tuple[str, str], NotRun] = {
     ("docs/security.md", "https://alice:s3cret@"): NotRun("not-a-command", "a redaction example"),
     ("docs/security.md", "irforge service evaluator --tls-cert"):
         NotRun("synopsis", "needs certificates and a remote orchestrator (tests/faults/test_tls.py runs TLS); lines parsed"),
+    ("docs/security.md", "irforge eval --dataset DIR --corpus-server"):
+        NotRun("synopsis", "needs certificates and two remote services (tests/faults/test_service_bounds.py runs "
+                           "a plaintext corpus beside a TLS evaluator); lines parsed"),
     ("docs/sharding.md", "plan_shards ──►"): NotRun("not-a-command", "a diagram"),
     ("docs/sharding.md", "irforge shard-worker --dataset DIR"): NotRun("synopsis", SYNOPSIS),
     ("docs/sparse.md", "irforge service models --sparse"):

@@ -12,6 +12,7 @@ from pathlib import Path
 from irforge.cli.options import add_config_file_option, add_config_options, config_from_args
 from irforge.app.holes import EXIT_NOT_ALL_JUDGED
 from irforge.config import PipelineConfig, with_options
+from irforge.orchestrator.limits import MAX_JOBS_LISTED, MAX_SHARDS
 from irforge.results.render import text as results_text
 
 DEFAULT_SERVER = "127.0.0.1:50050"
@@ -20,6 +21,19 @@ SUBMIT_OWN = ("server",)   # submit's --server is the orchestrator (the services
 
 def default_server() -> str:
     return os.environ.get("IRFORGE_SERVER") or DEFAULT_SERVER
+
+
+def _whole_number(low: int, high: int):
+    """An argparse type: a whole number within low..high (a larger one would not fit the request)."""
+    def parse(value: str) -> int:
+        try:
+            number = int(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {value!r}") from None
+        if not low <= number <= high:
+            raise argparse.ArgumentTypeError(f"must be within {low}..{high}, got {number}")
+        return number
+    return parse
 
 
 def _add_server(parser: argparse.ArgumentParser) -> None:
@@ -41,7 +55,8 @@ def add_parsers(subparsers) -> None:
     submit.add_argument("--suite", type=Path, metavar="FILE",
                         help="a suite as one job (`irforge bench`'s suite file, docs/bench.md): the flags' system on "
                              "each of its datasets; --out then gets OUT/<label>/ per dataset and suite.json")
-    submit.add_argument("--shards", type=int, default=0, help="encode the corpus in this many shards (dense, sparse, hybrid)")
+    submit.add_argument("--shards", type=_whole_number(0, MAX_SHARDS), default=0,
+                        help=f"encode the corpus in this many shards (dense, sparse, hybrid; at most {MAX_SHARDS})")
     submit.add_argument("--name", default="", help="a label for the job")
     submit.add_argument("--instructions", action="store_true",
                         help="an instruction-following job, as `irforge eval-instructions`: --dataset is an InfoSearch, "
@@ -67,7 +82,8 @@ def add_parsers(subparsers) -> None:
     results.set_defaults(handler=run_results)
 
     jobs = subparsers.add_parser("jobs", help="list the orchestrator's jobs, newest first")
-    jobs.add_argument("--limit", type=int, default=20, help="jobs listed (default 20)")
+    jobs.add_argument("--limit", type=_whole_number(1, MAX_JOBS_LISTED), default=20,
+                      help=f"jobs listed (default 20, at most {MAX_JOBS_LISTED})")
     _add_server(jobs)
     jobs.set_defaults(handler=run_jobs)
 
@@ -84,9 +100,9 @@ def _client(args):
 
 
 def _job_errors():
-    from irforge.orchestrator.errors import JobNotFound, JobSpecError, ResultsNotReady
+    from irforge.orchestrator.errors import JobNotFound, JobSpecError, RequestError, ResultsNotReady
 
-    return JobNotFound, JobSpecError, ResultsNotReady
+    return JobNotFound, JobSpecError, ResultsNotReady, RequestError
 
 
 def _fail(args, error: Exception) -> int:
@@ -202,8 +218,11 @@ def run_results(args: argparse.Namespace) -> int:
 
 
 def run_jobs(args: argparse.Namespace) -> int:
-    with _client(args) as client:
-        jobs = client.list(args.limit)
+    try:
+        with _client(args) as client:
+            jobs = client.list(args.limit)
+    except _job_errors() as error:
+        return _fail(args, error)
     from irforge.orchestrator.spec import JobSpec
 
     for job in jobs:

@@ -15,7 +15,7 @@ from irforge.common.files import NoSpaceLeft, is_disk_full
 from irforge.common.grpc_errors import ServiceUnavailable
 from irforge.common.output_set import OutputFolderError
 from irforge.common.redact import redact_text
-from irforge.common.tls import CLIENT_VARIABLES, TlsConfigError
+from irforge.common.tls import CHANNELS, CHANNELS_VARIABLE, CLIENT_VARIABLES, TlsConfigError, channel_settings
 from irforge.corpus.errors import CorpusError
 from irforge.data.errors import DataFormatError
 from irforge.datasets.errors import DatasetError
@@ -68,6 +68,9 @@ def add_client_tls_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--tls-client-cert", metavar="PEM",
                        help=f"mutual TLS: present this certificate (${CLIENT_VARIABLES['cert']})")
     group.add_argument("--tls-client-key", metavar="PEM", help=f"its private key (${CLIENT_VARIABLES['key']})")
+    group.add_argument("--channel-tls", action="append", metavar="CHANNEL=PEM|plaintext",
+                       help=f"the channels to one service ({', '.join(CHANNELS)}) trust this CA, or are plaintext, "
+                            f"instead of --tls-ca (repeatable; ${CHANNELS_VARIABLE}, comma-separated)")
 
 
 def apply_client_tls_arguments(args: argparse.Namespace) -> None:
@@ -77,6 +80,10 @@ def apply_client_tls_arguments(args: argparse.Namespace) -> None:
                            ("tls_client_key", CLIENT_VARIABLES["key"])):
         if getattr(args, name, None):
             os.environ[variable] = str(getattr(args, name))
+    if getattr(args, "channel_tls", None):   # the flags' channels over the environment's
+        merged = {**channel_settings(os.environ.get(CHANNELS_VARIABLE)),
+                  **channel_settings(",".join(args.channel_tls), source="--channel-tls")}
+        os.environ[CHANNELS_VARIABLE] = ",".join(f"{channel}={value}" for channel, value in merged.items())
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -97,8 +104,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run(argv: list[str] | None) -> int:
     args = build_parser().parse_args(argv)
-    apply_client_tls_arguments(args)
     try:
+        apply_client_tls_arguments(args)   # inside: a bad --channel-tls is a user error too
         return args.handler(args)
     except USER_ERRORS as error:
         # Errors quote what the user gave (an endpoint's URL among them): never its credentials.

@@ -121,7 +121,8 @@ def _wait_healthy(service: ServiceProcess, timeout: float, host: str) -> None:
                 service.address = f"{'127.0.0.1' if host in ('0.0.0.0', '::') else match.group(1)}:{match.group(2)}"
         if service.address:
             try:
-                wait_until_serving(service.address, timeout=min(2.0, max(deadline - time.monotonic(), 0.1)))
+                wait_until_serving(service.address, timeout=min(2.0, max(deadline - time.monotonic(), 0.1)),
+                                   channel="encoder" if service.role == "models" else service.role)
                 return
             except ConnectionError:
                 pass

@@ -35,7 +35,7 @@ class Failure:
     retryable: bool
     reason: str                     # e.g. "HTTP 503: overloaded", "timeout", "connection refused"
     retry_after: float | None = None
-    rate_limited: bool = False      # 429 / RESOURCE_EXHAUSTED: retried, never trips the breaker
+    rate_limited: bool = False      # 429 / RESOURCE_EXHAUSTED: retried; trips the breaker only past a request's retries
     timeout: bool = False           # no answer in time: the request may only be too big or too queued
 
 

@@ -17,6 +17,11 @@ Every endpoint kind (embeddings, search, rerank) goes through one RobustCaller p
   endpoint is alive) open the breaker: the run stops with EndpointUnavailable naming the host and
   the last error, and no further request is sent. Counting attempts, not exhausted requests, is
   what makes a dead endpoint fail in seconds instead of after every request's full retry ladder.
+- 429s (and gRPC's RESOURCE_EXHAUSTED) are retried, after their Retry-After; but a request that
+  used its whole retry ladder on them, with no answer in between, is rate limiting beyond the
+  retry budget: the breaker opens ("rate limited: N consecutive 429s"), so that callers that go
+  on past one failed request (the judge fails a pair and judges the next) stop sending instead
+  of spending every remaining request's ladder on a storm.
 - with `units` (the request's work, e.g. its texts) the request gets a timeout scaled to the work
   in flight (irforge.common.pacing.Pace), and a timeout of a request that can be split (`split_on_timeout`)
   raises TimedOut without counting against the breaker: batching.map_batches then sends the
@@ -99,6 +104,7 @@ class RobustCaller:
         self._random = random
         self._lock = threading.Lock()
         self._consecutive = 0
+        self._consecutive_rate_limited = 0   # 429s in a row, whatever request they answered
         self._open_reason: str | None = None
         self.counters = CallCounters()
         # Import the transport libraries now, on the constructing thread: the first classify()
@@ -167,6 +173,8 @@ class RobustCaller:
                     unauthorised = reason.startswith(("HTTP 401", "HTTP 403"))
                     hint = f" ({self.refusal_hint})" if self.refusal_hint and unauthorised else ""
                     raise EndpointError(f"endpoint {self.endpoint} refused {what}: {reason}{hint}") from None
+                if attempt >= self.max_retries and failure.rate_limited:
+                    self._open_rate_limited(what, reason, attempt + 1)
                 if attempt >= self.max_retries:
                     raise EndpointError(
                         f"endpoint {self.endpoint}: gave up on {what} after {attempt + 1} attempts; last error: {reason}"
@@ -183,7 +191,7 @@ class RobustCaller:
             if ticket is not None:
                 self.pace.answered(ticket)
             with self._lock:
-                self._consecutive = 0
+                self._consecutive = self._consecutive_rate_limited = 0
             return result
 
     def timeout_advice(self) -> str:
@@ -217,6 +225,7 @@ class RobustCaller:
         with self._lock:
             self.counters.failures += 1
             self.counters.rate_limited += rate_limited
+            self._consecutive_rate_limited += rate_limited
             if not counts:
                 return
             self._consecutive += 1
@@ -233,6 +242,19 @@ class RobustCaller:
             opened = self._open_reason
         if opened is not None:
             raise EndpointUnavailable(opened)
+
+    def _open_rate_limited(self, what: str, reason: str, attempts: int) -> None:
+        """Open the breaker on a rate limit that outlasted a request's retries (see the module's doc)."""
+        with self._lock:
+            if self._open_reason is None:
+                self._open_reason = (
+                    f"endpoint {self.endpoint} rate limited: {self._consecutive_rate_limited} consecutive 429s "
+                    f"(all {attempts} attempts of {what}; last: {reason}); stopping the run rather than retrying "
+                    "further. Wait for the quota to recover, lower `max_concurrency`, or raise `max_retries` / "
+                    "`backoff_max_s` in the spec")
+                self._wake.set()
+            opened = self._open_reason
+        raise EndpointUnavailable(opened)
 
     def _delay(self, attempt: int, retry_after: float | None, what: str, reason: str) -> float:
         if retry_after is not None:

@@ -5,6 +5,11 @@ from __future__ import annotations
 
 import math
 
+# Every count, depth and size a user gives may travel in an int32 field of a service call (top_k as
+# a search's k, HNSW settings, shards, a qrels relevance): larger values are refused where they
+# enter, in these words, not by protobuf in the middle of a job.
+INT32_MIN, INT32_MAX = -2**31, 2**31 - 1
+
 
 def range_problem(value: float, low: float, high: float) -> str | None:
     """What is wrong with `value` unless it is finite and within low..high."""
@@ -13,8 +18,11 @@ def range_problem(value: float, low: float, high: float) -> str | None:
     return f"must be a finite number within {_plain(low)}..{_plain(high)}, got {value}"
 
 
-def minimum_problem(value: int, low: int) -> str | None:
-    return None if value >= low else f"must be at least {low}, got {value}"
+def minimum_problem(value: int, low: int, high: int = INT32_MAX) -> str | None:
+    """What is wrong with `value` unless it is at least `low` (and at most `high`: see INT32_MAX)."""
+    if value < low:
+        return f"must be at least {low}, got {value}"
+    return None if value <= high else f"must be at most {high}, got {value}"
 
 
 def check_range(name: str, value: float, low: float, high: float) -> None:

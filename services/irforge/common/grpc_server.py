@@ -17,7 +17,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from irforge.common.grpc_interceptors import ClientTelemetry, ServerTelemetry
-from irforge.common.tls import ClientTls, ServerTls
+from irforge.common.tls import ClientTls, ServerTls, TlsConfigError, channel_tls
 
 # Runs and batches of documents can be large; chunked streams keep messages well under this.
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
@@ -105,24 +105,31 @@ def start_server(bindings: list[ServiceBinding], host: str = "127.0.0.1", port: 
 FROM_ENVIRONMENT = "environment"
 
 
-def open_channel(address: str, tls: ClientTls | None | str = FROM_ENVIRONMENT) -> grpc.Channel:
+def open_channel(address: str, tls: ClientTls | None | str = FROM_ENVIRONMENT, channel: str = "") -> grpc.Channel:
     """A channel to an irforge server; `tls`: the environment's client TLS settings (default, for
-    irforge's own services), explicit ones, or None for plaintext (a team endpoint without TLS)."""
+    irforge's own services: those of `channel`, one of common.tls.CHANNELS, when it has its own),
+    explicit ones, or None for plaintext (a team endpoint without TLS)."""
     options = [*CHANNEL_OPTIONS, ("grpc.service_config", SERVICE_CONFIG), ("grpc.enable_retries", 1)]
     if tls == FROM_ENVIRONMENT:
-        tls = ClientTls.from_env()
-    channel = (grpc.secure_channel(address, tls.credentials(), options=options) if tls
-               else grpc.insecure_channel(address, options=options))
-    return grpc.intercept_channel(channel, ClientTelemetry())
+        tls = channel_tls(channel) if channel else ClientTls.from_env()
+    try:
+        credentials = tls.credentials() if tls else None
+    except TlsConfigError as error:
+        raise TlsConfigError(f"the {channel} channel to {address}: {error}" if channel else str(error)) from None
+    opened = (grpc.secure_channel(address, credentials, options=options) if credentials
+              else grpc.insecure_channel(address, options=options))
+    return grpc.intercept_channel(opened, ClientTelemetry())
 
 
-def wait_until_serving(address: str, service: str = "", timeout: float = 10.0) -> None:
-    """Block until the server's health check says SERVING; raise ConnectionError otherwise."""
-    with open_channel(address) as channel:
+def wait_until_serving(address: str, service: str = "", timeout: float = 10.0, channel: str = "") -> None:
+    """Block until the server's health check says SERVING; raise ConnectionError otherwise.
+    `channel` (common.tls.CHANNELS): the TLS setting of the channels to that service."""
+    with open_channel(address, channel=channel) as opened:
         try:
-            grpc.channel_ready_future(channel).result(timeout=timeout)
-            reply = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(service=service), timeout=timeout)
+            grpc.channel_ready_future(opened).result(timeout=timeout)
+            reply = health_pb2_grpc.HealthStub(opened).Check(health_pb2.HealthCheckRequest(service=service), timeout=timeout)
         except (grpc.FutureTimeoutError, grpc.RpcError) as error:
-            raise ConnectionError(f"no irforge server answering at {address}: {error}") from None
+            raise ConnectionError(f"no irforge {channel + ' service' if channel else 'server'} answering at {address}: "
+                                  f"{error}") from None
         if reply.status != health_pb2.HealthCheckResponse.SERVING:
             raise ConnectionError(f"server at {address} is not serving {service or 'requests'}")

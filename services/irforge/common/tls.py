@@ -10,6 +10,13 @@ services `irforge serve` starts; the `--tls-*` flags set these variables (cli/ma
     IRFORGE_TLS_KEY    --tls-key        IRFORGE_TLS_CLIENT_CERT  --tls-client-cert  mutual TLS
     IRFORGE_TLS_CLIENT_CA --tls-client-ca  (require client certs)  IRFORGE_TLS_CLIENT_KEY --tls-client-key
 
+Per channel: `--channel-tls CHANNEL=PEM|plaintext` (repeatable; $IRFORGE_TLS_CHANNELS, the same
+pairs comma-separated) overrides --tls-ca for the channels to one service, so a plaintext corpus
+service beside a TLS evaluator is reachable ("corpus=plaintext,evaluator=/etc/irforge/ca.pem").
+The channels are CHANNELS, the services irforge's clients call; a channel not named takes --tls-ca
+(TLS when it is set, plaintext else). The client certificate (--tls-client-cert) goes with every
+TLS channel.
+
 A team's endpoints are not irforge's services: their TLS comes from the endpoint spec (ca_bundle,
 client_cert, client_key), never from these variables.
 """
@@ -26,6 +33,10 @@ from irforge.common.allowed_roots import checked
 
 SERVER_VARIABLES = {"cert": "IRFORGE_TLS_CERT", "key": "IRFORGE_TLS_KEY", "client_ca": "IRFORGE_TLS_CLIENT_CA"}
 CLIENT_VARIABLES = {"ca": "IRFORGE_TLS_CA", "cert": "IRFORGE_TLS_CLIENT_CERT", "key": "IRFORGE_TLS_CLIENT_KEY"}
+# The services irforge's clients open channels to, each of which may have its own TLS setting.
+CHANNELS = ("corpus", "evaluator", "encoder", "judge", "orchestrator")
+CHANNELS_VARIABLE = "IRFORGE_TLS_CHANNELS"
+PLAINTEXT = "plaintext"
 
 
 class TlsConfigError(ValueError):
@@ -109,3 +120,28 @@ class ClientTls:
     @classmethod
     def from_env(cls) -> ClientTls | None:
         return cls.from_settings(*(os.environ.get(v) or None for v in CLIENT_VARIABLES.values()))
+
+
+def channel_settings(text: str | None, source: str = f"${CHANNELS_VARIABLE}") -> dict[str, str]:
+    """`corpus=plaintext,evaluator=/ca.pem` as {channel: PEM path or "plaintext"}; TlsConfigError
+    naming the pair and `source` for anything else."""
+    settings: dict[str, str] = {}
+    for pair in filter(None, (part.strip() for part in (text or "").split(","))):
+        channel, equals, value = (part.strip() for part in pair.partition("="))
+        if not equals or channel not in CHANNELS or not value:
+            raise TlsConfigError(f"{source}: {pair!r} is not CHANNEL=PEM or CHANNEL={PLAINTEXT} "
+                                 f"(channels: {', '.join(CHANNELS)})")
+        settings[channel] = value
+    return settings
+
+
+def channel_tls(channel: str) -> ClientTls | None:
+    """The client TLS of the channels to `channel` (one of CHANNELS): its own setting in
+    $IRFORGE_TLS_CHANNELS, else the environment's default (ClientTls.from_env)."""
+    own = channel_settings(os.environ.get(CHANNELS_VARIABLE)).get(channel)
+    if own is None:
+        return ClientTls.from_env()
+    if own == PLAINTEXT:
+        return None
+    cert, key = (os.environ.get(CLIENT_VARIABLES[name]) or None for name in ("cert", "key"))
+    return ClientTls.from_settings(own, cert, key)

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Iterator
 import grpc
 import numpy as np
 
-from irforge.common.grpc_errors import raise_from_rpc
+from irforge.common.grpc_errors import RequestStream, raise_from_rpc
 from irforge.common.grpc_server import open_channel
 from irforge.common.iterables import chunked
 from irforge.common.packing import pack_vectors
@@ -30,20 +30,20 @@ class RemoteCorpus:
         # Ingest's stream lasts as long as the corpus; None leaves it open-ended (interactive use),
         # jobs set a deadline so a silent service can never hold them forever.
         self.ingest_timeout = ingest_timeout
-        self._channel = open_channel(address)
+        self._channel = open_channel(address, channel="corpus")
         self._stub = corpus_pb2_grpc.CorpusStub(self._channel)
 
     def _call(self, method, request):
         try:
             return method(request, timeout=self.timeout)
         except grpc.RpcError as error:
-            raise_from_rpc(error, self.address)
+            raise_from_rpc(error, self.address, channel="corpus")
 
     def _stream(self, responses) -> Iterator:
         try:
             yield from responses
         except grpc.RpcError as error:
-            raise_from_rpc(error, self.address)
+            raise_from_rpc(error, self.address, channel="corpus")
 
     def create_corpus(self, corpus_id: str, fingerprint: str, settings: Bm25Settings) -> CorpusInfo:
         request = corpus_pb2.CreateCorpusRequest(
@@ -64,32 +64,21 @@ class RemoteCorpus:
         return self._call(self._stub.DeleteCorpus, corpus_pb2.DeleteCorpusRequest(corpus_id=corpus_id)).deleted
 
     def ingest(self, corpus_id: str, batches: Iterable[list[Document]]) -> Iterator[IngestProgress]:
-        reading_failed: list[BaseException] = []
-
         def requests():
             # The commit message goes last, and only when `batches` ended normally: a failure
             # here (a bad corpus line, a cancel) ends the stream without it, and the server then
             # commits nothing, however gRPC presents the end of the stream.
-            try:
-                yield corpus_pb2.IngestRequest(corpus_id=corpus_id)
-                for batch in batches:
-                    yield corpus_pb2.IngestRequest(documents=[protocol.document_to_proto(d) for d in batch])
-            except GeneratorExit:
-                raise  # gRPC stopped reading (the server answered with an error): its error counts
-            except BaseException as error:
-                reading_failed.append(error)
-                raise
+            yield corpus_pb2.IngestRequest(corpus_id=corpus_id)
+            for batch in batches:
+                yield corpus_pb2.IngestRequest(documents=[protocol.document_to_proto(d) for d in batch])
             yield corpus_pb2.IngestRequest(commit=True)
 
+        sent = RequestStream(requests())
         try:
-            for message in self._stream(self._stub.Ingest(requests(), timeout=self.ingest_timeout)):
+            for message in self._stub.Ingest(iter(sent), timeout=self.ingest_timeout):
                 yield protocol.progress_from_proto(message)
-        except Exception:
-            # gRPC reads the requests on its own thread and reports a failure there (a bad corpus
-            # line, a cancel) only as "Exception iterating requests": raise the real error instead.
-            if reading_failed:
-                raise reading_failed[0] from None
-            raise
+        except grpc.RpcError as error:
+            raise_from_rpc(error, self.address, sent=sent, channel="corpus")   # the real error of a bad corpus line, not gRPC's
 
     def search(self, corpus_id: str, query: Query, k: int) -> Ranking:
         request = corpus_pb2.SearchRequest(corpus_id=corpus_id, query=protocol.query_to_proto(query), k=k)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 
+from irforge.common.checks import INT32_MAX, INT32_MIN
 from irforge.common.iterables import chunked
 from irforge.data.entries import EntryError, add_judgement, add_run_entry
 from irforge.data.types import Qrels, Run
@@ -18,6 +19,9 @@ ENTRIES_PER_MESSAGE = 10_000  # run/qrels lines per stream message (~0.5 MB)
 
 
 def options_to_proto(measures: list[str], options: EvaluationOptions, per_query: bool) -> evaluator_pb2.EvaluateOptions:
+    for name in ("relevance_level", "max_docs_per_query"):   # int32 fields: refused here, in words, not by protobuf
+        if getattr(options, name) > INT32_MAX:
+            raise EvaluationError(f"evaluation option {name} must be at most {INT32_MAX}, got {getattr(options, name)}")
     return evaluator_pb2.EvaluateOptions(
         measures=measures, drop_identical_ids=options.drop_identical_ids, complete=options.complete,
         relevance_level=options.relevance_level, max_docs_per_query=options.max_docs_per_query, per_query=per_query,
@@ -35,7 +39,7 @@ def options_from_proto(message: evaluator_pb2.EvaluateOptions) -> EvaluationOpti
 
 def request_stream(qrels: Qrels, run: Run, measures: list[str], options: EvaluationOptions, per_query: bool) -> Iterator[evaluator_pb2.EvaluateRequest]:
     yield evaluator_pb2.EvaluateRequest(options=options_to_proto(measures, options, per_query))
-    judgements = (common_pb2.Judgement(query_id=q, doc_id=d, relevance=r) for q, docs in qrels.items() for d, r in docs.items())
+    judgements = (_judgement(q, d, r) for q, docs in qrels.items() for d, r in docs.items())
     for chunk in chunked(judgements, ENTRIES_PER_MESSAGE):
         yield evaluator_pb2.EvaluateRequest(qrels=evaluator_pb2.QrelsChunk(judgements=chunk))
     depth = _depth_to_send(measures)
@@ -43,6 +47,15 @@ def request_stream(qrels: Qrels, run: Run, measures: list[str], options: Evaluat
                for q, scores in run.items() for d, s in _entries_to_send(q, scores, depth, options.drop_identical_ids))
     for chunk in chunked(entries, ENTRIES_PER_MESSAGE):
         yield evaluator_pb2.EvaluateRequest(run=evaluator_pb2.RunChunk(entries=chunk))
+
+
+def _judgement(query_id: str, doc_id: str, relevance: int) -> common_pb2.Judgement:
+    """One judgement as sent; a relevance the wire cannot carry is refused naming the pair, rather
+    than by protobuf's bare "Value out of range" on gRPC's request thread."""
+    if not INT32_MIN <= relevance <= INT32_MAX:
+        raise EvaluationError(f"qrels: query {query_id!r}, document {doc_id!r}: relevance {relevance} is outside the "
+                              f"range the evaluator service accepts ({INT32_MIN}..{INT32_MAX})")
+    return common_pb2.Judgement(query_id=query_id, doc_id=doc_id, relevance=relevance)
 
 
 def _depth_to_send(measures: list[str]) -> int:

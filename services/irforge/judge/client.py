@@ -27,14 +27,14 @@ class RemoteJudge:
         self.address = address
         self.timeout = timeout          # per chunk: an LLM behind the server may be slow and rate-limited
         self.chunk_pairs = chunk_pairs
-        self._channel = open_channel(address)
+        self._channel = open_channel(address, channel="judge")
         self._stub = judge_pb2_grpc.JudgeStub(self._channel)
 
     def identity(self) -> dict[str, str]:
         try:
             reply = self._stub.Identity(judge_pb2.JudgeIdentityRequest(), timeout=60.0)
         except grpc.RpcError as error:
-            raise_from_rpc(error, self.address)
+            raise_from_rpc(error, self.address, channel="judge")
         return dict(reply.identity)
 
     @property
@@ -50,7 +50,7 @@ class RemoteJudge:
             try:
                 reply = self._stub.Judge(protocol.pairs_to_proto(chunk), timeout=self.timeout)
             except grpc.RpcError as error:
-                raise_from_rpc(error, self.address)
+                raise_from_rpc(error, self.address, channel="judge")
             outcome = protocol.outcome_from_proto(reply)
             total.judgements.extend(outcome.judgements)
             protocol.add_stats(total.stats, outcome.stats)

@@ -31,7 +31,7 @@ class RemoteEncoder:
         self.model = model
         self.timeout = timeout
         self.max_texts_per_call = max_texts_per_call
-        self._channel = open_channel(address)
+        self._channel = open_channel(address, channel="encoder")
         self._stub = models_pb2_grpc.EncoderStub(self._channel)
         reply = self._call(self._stub.DescribeModel, models_pb2.DescribeModelRequest(model=model))
         served = reply.kind or protocol.DENSE
@@ -48,7 +48,7 @@ class RemoteEncoder:
         try:
             return method(request, timeout=self.timeout)
         except grpc.RpcError as error:
-            raise_from_rpc(error, self.address)
+            raise_from_rpc(error, self.address, channel="encoder")
 
     @property
     def identity(self) -> dict:

@@ -17,6 +17,7 @@ from irforge.corpus.vectors import base as _vector_errors  # noqa: F401 - regist
 from irforge.models import errors as _model_errors  # noqa: F401 - registers ModelNotFound... to rebuild it
 from irforge.orchestrator import protocol
 from irforge.orchestrator import errors as _errors  # noqa: F401 - registers the types the server raises, to rebuild them
+from irforge.orchestrator.limits import checked_limit, checked_sequence
 from irforge.orchestrator.spec import JobSpec
 from irforge.orchestrator.store import JobEvent, JobRecord
 from irforge.v1 import orchestrator_pb2, orchestrator_pb2_grpc
@@ -24,14 +25,14 @@ from irforge.v1 import orchestrator_pb2, orchestrator_pb2_grpc
 
 
 def _rebuild(error: grpc.RpcError, address: str):
-    raise_from_rpc(error, address)  # JobSpecError, JobNotFound, ResultsNotReady: registered in orchestrator/errors.py
+    raise_from_rpc(error, address, channel="orchestrator")  # JobSpecError, JobNotFound, ResultsNotReady: registered in orchestrator/errors.py
 
 
 class OrchestratorClient:
     def __init__(self, address: str, timeout: float = 60.0):
         self.address = address
         self.timeout = timeout
-        self._channel = open_channel(address)
+        self._channel = open_channel(address, channel="orchestrator")
         self._stub = orchestrator_pb2_grpc.OrchestratorStub(self._channel)
 
     def _call(self, method, request):
@@ -47,7 +48,7 @@ class OrchestratorClient:
         return protocol.job_from_proto(self._call(self._stub.GetJob, orchestrator_pb2.JobRef(job_id=job_id)))
 
     def list(self, limit: int = 100) -> list[JobRecord]:
-        reply = self._call(self._stub.ListJobs, orchestrator_pb2.ListJobsRequest(limit=limit))
+        reply = self._call(self._stub.ListJobs, orchestrator_pb2.ListJobsRequest(limit=checked_limit(limit)))
         return [protocol.job_from_proto(job) for job in reply.jobs]
 
     def cancel(self, job_id: str) -> JobRecord:
@@ -55,7 +56,8 @@ class OrchestratorClient:
 
     def watch(self, job_id: str, after: int = 0) -> Iterator[JobEvent]:
         """Events until the job ends (no deadline: a job may run for hours; the stream ends with it)."""
-        stream = self._stub.WatchJob(orchestrator_pb2.WatchJobRequest(job_id=job_id, after_sequence=after))
+        request = orchestrator_pb2.WatchJobRequest(job_id=job_id, after_sequence=checked_sequence(after))
+        stream = self._stub.WatchJob(request)
         try:
             for message in stream:
                 yield protocol.event_from_proto(message)

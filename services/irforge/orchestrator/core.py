@@ -25,7 +25,7 @@ from pathlib import Path
 
 from irforge.common import request_context
 from irforge.common.allowed_roots import enforced
-from irforge.common.grpc_errors import ServiceUnavailable
+from irforge.common.grpc_errors import ServiceUnavailable, bounded_text
 from irforge.common.metrics import JOBS
 from irforge.common.redact import redact_text
 from irforge.corpus.errors import BackendUnavailable
@@ -36,6 +36,7 @@ from irforge.orchestrator.errors import (
     OrchestratorStopping,
     ResultsNotReady,
 )
+from irforge.orchestrator.limits import checked_limit, checked_sequence
 from irforge.orchestrator.spec import JobSpec
 from irforge.orchestrator.steps import final_metrics, job_warnings, plan_steps, result_files, run_step, step_kind
 from irforge.orchestrator.store import JobEvent, JobRecord, JobState, JobStore
@@ -114,7 +115,8 @@ class Orchestrator:
         return _with_warnings(self.store.job(job_id))
 
     def list(self, limit: int = 100) -> list[JobRecord]:
-        return [_with_warnings(record) for record in self.store.jobs(limit=limit or 100)]
+        """The newest `limit` jobs (0: 100)."""
+        return [_with_warnings(record) for record in self.store.jobs(limit=checked_limit(limit) or 100)]
 
     def cancel(self, job_id: str) -> JobRecord:
         record = self.store.job(job_id)
@@ -129,8 +131,8 @@ class Orchestrator:
 
     def watch(self, job_id: str, after: int = 0, is_active: Callable[[], bool] = lambda: True) -> Iterator[JobEvent]:
         """Every event after `after`, then new ones as they come, until the job has ended."""
+        last = checked_sequence(after)   # before SQLite sees it
         self.store.job(job_id)  # JobNotFound before anything is streamed
-        last = after
         while True:
             ended = self.store.job(job_id).state.ended   # read before the events: the last event precedes the state
             for event in self.store.events(job_id, last):
@@ -290,7 +292,8 @@ class Orchestrator:
             lock.release()
 
     def _end(self, job_id: str, state: JobState, error: str, metrics: dict | None = None) -> None:
-        error = redact_text(error)   # the job record is read by every client: no credentials from URLs
+        # The job record is read by every client: no credentials from URLs, no 100 KB id quoted whole.
+        error = bounded_text(redact_text(error))
         # The event first: a watcher that sees the job ended has then already seen its last event.
         self._event(job_id, "", state.value, message=error)
         self.store.set_state(job_id, state, error=error if state != JobState.SUCCEEDED else "", metrics=metrics)

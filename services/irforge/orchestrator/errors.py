@@ -10,6 +10,10 @@ class JobSpecError(ValueError):
     """A job spec that cannot run: names the field and what is wrong with it."""
 
 
+class RequestError(ValueError):
+    """A request field outside what the orchestrator accepts (ListJobs' limit): names the field."""
+
+
 class JobNotFound(LookupError):
     def __init__(self, job_id: str):
         super().__init__(f"no job {job_id!r} (list jobs with `irforge jobs`)")
@@ -30,5 +34,6 @@ class OrchestratorStopping(Exception):
 
 # How each travels over gRPC (irforge.common.grpc_errors).
 register_status(JobSpecError, "INVALID_ARGUMENT")
+register_status(RequestError, "INVALID_ARGUMENT")
 register_status(JobNotFound, "NOT_FOUND")
 register_status(ResultsNotReady, "FAILED_PRECONDITION")

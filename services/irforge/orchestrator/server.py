@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 
-from irforge.common.grpc_errors import status_for
+from irforge.common.grpc_errors import abort
 from irforge.common.grpc_server import ServiceBinding
 from irforge.orchestrator import protocol
 from irforge.orchestrator.core import Orchestrator
@@ -16,17 +16,13 @@ from irforge.v1 import orchestrator_pb2, orchestrator_pb2_grpc
 SERVICE_NAME = orchestrator_pb2.DESCRIPTOR.services_by_name["Orchestrator"].full_name  # "irforge.v1.Orchestrator"
 
 
-def _abort(context, error: Exception):
-    context.abort(status_for(error), f"{type(error).__name__}: {error}")
-
-
 def _unary(method):
     @functools.wraps(method)
     def wrapper(self, request, context):
         try:
             return method(self, request, context)
         except Exception as error:  # noqa: BLE001 - every error reaches the client as a status
-            _abort(context, error)
+            abort(context, error)
     return wrapper
 
 
@@ -36,7 +32,7 @@ def _stream(method):
         try:
             yield from method(self, request, context)
         except Exception as error:  # noqa: BLE001
-            _abort(context, error)
+            abort(context, error)
     return wrapper
 
 

@@ -23,6 +23,7 @@ from irforge.config.options import Leaf, leaves
 from irforge.config.values import changed
 from irforge.evaluator.measures import MeasureError, parse_measures
 from irforge.orchestrator.errors import JobSpecError
+from irforge.orchestrator.limits import MAX_LABEL_CHARS, MAX_SHARDS, MAX_SUITE_DATASETS, MAX_TEXT_CHARS
 
 SERVICES_REASON = "these configure the services (`irforge serve` / `irforge service`), not a job; the orchestrator " \
                   "uses its services' settings"
@@ -139,8 +140,11 @@ class JobSpec:
                 validate(config, use="job")
             except ConfigError as error:
                 raise config_error(error) from None
-        if self.shards < 0:
-            bad("shards", f"must be 0 or positive, got {self.shards}")
+        if not 0 <= self.shards <= MAX_SHARDS:
+            bad("shards", f"must be within 0..{MAX_SHARDS}, got {self.shards}")
+        for where, most in MAX_TEXT_CHARS.items():
+            if len(getattr(self, where)) > most:
+                bad(where, f"{len(getattr(self, where))} characters; at most {most}")
         if self.shards > 1 and self.pipeline.retriever == "bm25" and self.pipeline.endpoint.spec is None:
             bad("shards", "sharding splits corpus encoding: it needs retriever dense, sparse or hybrid")
         try:
@@ -180,12 +184,16 @@ class JobSpec:
             bad("instructions", "a suite job runs BEIR datasets; run instruction-following folders one job each")
         if self.holes_depth:
             bad("pipeline.holes.depth", "hole filling is not available for suite jobs; run it on one dataset's job")
+        if len(self.datasets) > MAX_SUITE_DATASETS:
+            bad("datasets", f"{len(self.datasets)} datasets; a suite job runs at most {MAX_SUITE_DATASETS}")
         seen: dict[str, int] = {}
         for n, member in enumerate(self.datasets):
             if not member.dataset:
                 bad(f"datasets[{n}].dataset", "required (a BEIR folder on the orchestrator's filesystem)")
             if not member.split:
                 bad(f"datasets[{n}].split", "must not be empty")
+            if len(member.label) > MAX_LABEL_CHARS:
+                bad(f"datasets[{n}].label", f"{len(member.label)} characters; at most {MAX_LABEL_CHARS}")
             if not LABEL.fullmatch(member.label) or member.label in RESERVED_LABELS:
                 bad(f"datasets[{n}].label", f"{member.label!r} cannot name a results folder (letters, digits, '.', '_', "
                     "'+', '-', starting with a letter or digit)")
