@@ -12,6 +12,10 @@ from irforge.bench.table import mean_metrics, suite_markdown
 from irforge.common.files import atomic_write, write_json_atomic
 
 SUITE_FILES = ("suite.json", "suite.md")
+# What suite.json's datasets[].status can say: each is a success (a failed dataset stops the bench
+# and is never written). Readers (the report) take their meaning from here, not from a copy.
+EVALUATED, REUSED = "evaluated", "reused"
+DATASET_STATUSES = (EVALUATED, REUSED)
 
 
 @dataclass(frozen=True)
@@ -20,7 +24,7 @@ class DatasetOutcome:
     dataset: str        # as given
     split: str
     results: dict       # that dataset's results.json
-    status: str         # "evaluated" | "reused"
+    status: str         # one of DATASET_STATUSES
 
 
 def suite_record(name: str, split: str, measures: list[str], outcomes: list[DatasetOutcome]) -> dict:
