@@ -172,6 +172,19 @@ def test_a_wrong_type_is_refused_naming_file_and_field(field, value, path, got, 
     assert not (tmp_path / "cmp").exists()
 
 
+def test_a_comparisons_systems_get_the_same_checks_in_report(tmp_path, capsys):
+    """comparison.json carries each system's results record: the report checks it as results.json."""
+    a, b = write_results(tmp_path / "a"), write_results(tmp_path / "b", shift=0.1)
+    assert run(capsys, "compare", a, b, "--test", "t", "--out", tmp_path / "cmp")[0] == 0
+    comparison = json.loads((tmp_path / "cmp" / "comparison.json").read_text())
+    comparison["systems"][1]["evaluation"] = "dropped"
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(comparison))
+    code, _, err = run(capsys, "report", bad, "--out", tmp_path / "r.html")
+    assert code == 2 and f"{bad}: systems[1]: evaluation: expected an object, got \"dropped\"" in err, err
+    assert not (tmp_path / "r.html").exists()
+
+
 def test_the_same_check_guards_agreement_and_results_load(tmp_path, capsys):
     folders = [write_results(tmp_path / f"s{n}", shift=n / 10) for n in range(3)]
     bad = write_results(tmp_path / "bad", metrics={"nDCG@10": float("nan"), "R@100": 0.1})

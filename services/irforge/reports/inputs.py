@@ -9,7 +9,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from irforge.results.reading import ResultsFileError, check_results, read_json_object
+from irforge.results.reading import ResultsFileError, check_compared_system, check_results, read_json_object
 
 # A folder given as input: the first of these it holds is the input.
 FOLDER_FILES = ("comparison.json", "suite.json", "results.json")
@@ -148,6 +148,8 @@ def load_input(given: str) -> ReportInput:
 
 
 def comparison_systems(record: dict, path: Path) -> list[System]:
+    for n, system in enumerate(record["systems"]):
+        check_compared_system(system, f"{path}: systems[{n}]")
     return [System(str(s.get("label")), str(s.get("source", path)), s, s.get("letter")) for s in record["systems"]]
 
 

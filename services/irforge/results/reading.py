@@ -17,6 +17,8 @@ MAX_DEPTH = 64          # results.json nests about 8 deep (a reranked hybrid ret
 MAX_NAME = 1024         # a label, measure name, query id, dataset or split
 MAX_TEXT = 8192         # a path, a date, a description
 
+Check = Callable[[object, str], None]   # (value, its field path): raises _FieldError naming the path
+
 
 class ResultsFileError(ValueError):
     """A results.json (or another JSON record irforge wrote) that cannot be read back: the message
@@ -56,19 +58,25 @@ def check_results(record: dict, file: str, required: tuple[str, ...] = ("metrics
     missing = [key for key in required if key not in record]
     if missing:
         raise ResultsFileError(f"{file}: not an irforge results.json: no {', '.join(missing)}")
+    _check(RESULTS, record, file)
+
+
+def check_compared_system(record: dict, where: str) -> None:
+    """A system of comparison.json, which carries its results.json's record: the same checks."""
+    _check(COMPARED_SYSTEM, record, where)
+
+
+def _check(check: Check, record, where: str) -> None:
     try:
-        RESULTS(record, "")
+        check(record, "")
     except _FieldError as error:
-        raise ResultsFileError(f"{file}: {error}") from None
+        raise ResultsFileError(f"{where}: {error}") from None
 
 
 # ---- the checks: each takes (value, field path) and raises _FieldError naming the path ---------------
 
 class _FieldError(ValueError):
     pass
-
-
-Check = Callable[[object, str], None]
 
 
 def _fail(where: str, expected: str, value) -> None:
@@ -149,7 +157,7 @@ def _join(where: str, key: str) -> str:
 COUNTS = ("holes", "judged", "from_store", "judge_calls", "unparsed", "failed", "queries")
 
 # Every field of results.json that a reader of it uses (results/render.py, compare/, reports/, bench/).
-RESULTS = fields({
+RESULTS_FIELDS = {
     "kind": optional(name), "dataset": optional(name), "split": optional(name), "layout": optional(name),
     "mode": optional(name), "created_at": optional(name),
     "retriever": fields({"name": optional(name), "top_k": optional(count)}),
@@ -169,7 +177,11 @@ RESULTS = fields({
                               "metrics_before": mapping(number), "metrics_after": mapping(number)})),
     "dimensions": mapping(fields({"metrics": mapping(number), "queries": count})),
     "latency": optional(any_object),
-})
+}
+RESULTS = fields(RESULTS_FIELDS)
+# A system of comparison.json (compare/comparison.py's _describe): results.json's fields it copies, and its own.
+COMPARED_SYSTEM = fields({**RESULTS_FIELDS, "label": name, "letter": name, "source": long_text,
+                          "metrics_reported": mapping(number), "judged": mapping(number), "queries": count})
 
 
 def _too_deep(value) -> str | None:
