@@ -282,21 +282,40 @@ def test_the_report_csp_admits_only_its_own_script_and_style(tmp_path, capsys):
 
 # ---- 5. bench's statuses ----------------------------------------------------------------------------
 
-def test_a_bench_suite_of_evaluated_and_reused_datasets_reads_as_success(tmp_path, capsys):
-    from irforge.bench.record import DATASET_STATUSES   # the one definition of what bench writes
-
-    bench = tmp_path / "bench"
+def write_bench(bench: Path, statuses, shift: float = 0.0) -> Path:
+    """An `irforge bench` OUT folder: suite.json (bench's shape) and a results folder per dataset."""
     datasets = []
-    for label, status in zip(("first", "second"), DATASET_STATUSES):
-        write_results(bench / label)
+    for label, status in zip(("first", "second"), statuses):
+        write_results(bench / label, shift)
         datasets.append({"label": label, "dataset": "toy", "path": "/data/toy", "split": "test",
                          "results": f"{label}/results.json", "status": status, "metrics": {"nDCG@10": 0.5},
                          "queries": 12, "timings": {}})
-    assert {d["status"] for d in datasets} == {"evaluated", "reused"}
     (bench / "suite.json").write_text(json.dumps({
         "kind": "suite", "name": "s", "created_at": "now", "split": "test", "measures": ["nDCG@10"],
         "system": {"name": "bm25"}, "datasets": datasets, "mean": {"nDCG@10": 0.5}, "versions": {}}))
+    return bench
+
+
+def test_a_bench_suite_of_evaluated_and_reused_datasets_reads_as_success(tmp_path, capsys):
+    from irforge.bench.record import DATASET_STATUSES   # the one definition of what bench writes
+
+    assert set(DATASET_STATUSES) == {"evaluated", "reused"}
+    bench = write_bench(tmp_path / "bench", DATASET_STATUSES)
     code, _, err = run(capsys, "report", bench, "--out", tmp_path / "r.html")
     assert code == 0, err
     page = (tmp_path / "r.html").read_text(encoding="utf-8")
     assert 'class="status-bad"' not in page and page.count('class="status-ok"') == 2 and "2 of 2 datasets ok" in page
+
+
+def test_a_mistyped_suite_json_is_refused_naming_the_field(tmp_path, capsys):
+    good, bad = write_bench(tmp_path / "good", ["evaluated"] * 2), write_bench(tmp_path / "bad", ["evaluated"] * 2, 0.1)
+    suite = json.loads((bad / "suite.json").read_text())
+    suite["datasets"][1]["metrics"] = {"nDCG@10": "high"}
+    (bad / "suite.json").write_text(json.dumps(suite))
+    message = f"{bad / 'suite.json'}: datasets[1].metrics.nDCG@10: expected a number, got \"high\""
+    code, _, err = run(capsys, "report", bad, "--out", tmp_path / "r.html")
+    assert code == 2 and message in err, err
+    assert not (tmp_path / "r.html").exists()
+    code, _, err = run(capsys, "compare", good, bad, "--test", "t", "--out", tmp_path / "cmp")
+    assert code == 2 and message in err, err
+    assert not (tmp_path / "cmp").exists()

@@ -9,6 +9,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from irforge.bench.record import check_suite
 from irforge.results.reading import ResultsFileError, check_compared_system, check_results, read_json_object
 
 # A folder given as input: the first of these it holds is the input.
@@ -128,6 +129,8 @@ def load_input(given: str) -> ReportInput:
     kind = kind_of(record, path)
     if kind in ("results", "instructions"):
         check_results(record, str(path), required=())   # every field a section reads, typed
+    elif kind == "suite":
+        check_suite(record, str(path))
     item = ReportInput(path, given, kind, record, hashlib.sha256(path.read_bytes()).hexdigest())
     if kind in ("results", "instructions"):
         item.systems = [System(path.parent.name or path.stem, str(path), without_per_query(record))]

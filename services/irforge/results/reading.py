@@ -58,15 +58,16 @@ def check_results(record: dict, file: str, required: tuple[str, ...] = ("metrics
     missing = [key for key in required if key not in record]
     if missing:
         raise ResultsFileError(f"{file}: not an irforge results.json: no {', '.join(missing)}")
-    _check(RESULTS, record, file)
+    check_record(RESULTS, record, file)
 
 
 def check_compared_system(record: dict, where: str) -> None:
     """A system of comparison.json, which carries its results.json's record: the same checks."""
-    _check(COMPARED_SYSTEM, record, where)
+    check_record(COMPARED_SYSTEM, record, where)
 
 
-def _check(check: Check, record, where: str) -> None:
+def check_record(check: Check, record, where: str) -> None:
+    """`record` through `check` (built from the checks below): ResultsFileError naming `where` and the field."""
     try:
         check(record, "")
     except _FieldError as error:
