@@ -52,7 +52,7 @@ SUITE = field.fields({
         "label": field.optional(field.name), "dataset": field.optional(field.name), "path": field.optional(field.long_text),
         "split": field.optional(field.name), "results": field.optional(field.long_text), "status": field.optional(field.name),
         "error": field.optional(field.long_text), "metrics": field.mapping(field.number), "queries": field.optional(field.count),
-        "timings": field.mapping(field.optional(field.number))})),
+        "timings": field.mapping(field.seconds)})),
 })
 
 

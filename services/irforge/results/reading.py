@@ -115,6 +115,14 @@ def optional(check: Check) -> Check:
     return checked
 
 
+def seconds(value, where: str) -> None:
+    """A timing: seconds, or seconds per step (the orchestrator's `steps_s`)."""
+    if isinstance(value, dict):
+        mapping(number)(value, where)
+    elif value is not None:
+        number(value, where)
+
+
 def any_object(value, where: str) -> None:
     if not isinstance(value, dict):
         _fail(where, "an object", value)
@@ -170,7 +178,7 @@ RESULTS_FIELDS = {
                     "queries_in_split": count, "qrels_judgements": count,
                     "qrels_problems": fields({"unknown_queries": count, "unknown_documents": count})}),
     "counts": any_object,
-    "timings": mapping(optional(number)),
+    "timings": mapping(seconds),
     "versions": mapping(optional(long_text)),
     "files": fields({"run": name, "runs": mapping(mapping(name))}),
     "holes": optional(fields({"dataset": optional(name), "split": optional(name), "depth": count,
