@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from irforge.bench.record import DATASET_STATUSES, EVALUATED
 from irforge.cli.main import main
 
 HERE = Path(__file__).resolve().parent
@@ -83,13 +84,13 @@ def handmade_suite(out: Path, runs: dict[str, tuple[Path, dict]]) -> dict:
         (out / label).mkdir()
         shutil.copy(folder / "results.json", out / label / "results.json")
         datasets.append({"label": label, "dataset": results["dataset"], "path": results["data"]["path"], "split": "test",
-                         "results": f"{label}/results.json", "status": "ok", "metrics": results["metrics"],
+                         "results": f"{label}/results.json", "status": EVALUATED, "metrics": results["metrics"],
                          "queries": results["evaluation"]["queries_evaluated"], "timings": results["timings"]})
     # A dataset that failed: no metrics, no results file; the page must say so, not break.
     datasets.append({"label": "nfcorpus-missing", "dataset": "nfcorpus", "path": "/nowhere/nfcorpus", "split": "test",
                      "results": "nfcorpus-missing/results.json", "status": "failed", "error": "no such folder: /nowhere/nfcorpus",
                      "metrics": {}, "queries": 0, "timings": {}})
-    ok = [d for d in datasets if d["status"] == "ok"]
+    ok = [d for d in datasets if d["status"] in DATASET_STATUSES]
     first = next(iter(runs.values()))[1]
     return {"kind": "suite", "name": "scifact-slices", "created_at": "2026-11-26T05:10:00+00:00", "split": "test",
             "measures": MEASURES, "system": first["retriever"], "datasets": datasets,

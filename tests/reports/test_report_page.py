@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from irforge.cli.main import main
+from irforge.reports.page import hash_source
 
 BROWSERS = ("chromium", "chromium-browser", "google-chrome")
 CHROMIUM_TIMEOUT_S = 90
@@ -206,7 +207,10 @@ def test_without_its_scripts_the_page_is_complete_and_a_script_error_would_show(
     no_scripts, cut = re.subn(r"<script>.*?</script>", "", text, flags=re.S)
     assert cut == 2
     (tmp_path / "no-scripts.html").write_text(no_scripts, encoding="utf-8")
-    broken = text.replace("</body>", SORT_PROBE + "<script>document.body.no.such.thing = 1;</script></body>")
+    failing_script = "document.body.no.such.thing = 1;"
+    broken = text.replace("</body>", f"<script>{SORT_PROBE}</script><script>{failing_script}</script></body>")
+    # The page's CSP runs only the scripts it names by hash: name the two added here too.
+    broken = broken.replace("script-src ", f"script-src {hash_source(SORT_PROBE)} {hash_source(failing_script)} ", 1)
     (tmp_path / "broken.html").write_text(broken, encoding="utf-8")
     off_run = chromium(browser, tmp_path / "profile-off", "--dump-dom", (tmp_path / "no-scripts.html").as_uri())
     broken_run = chromium(browser, tmp_path / "profile-broken", "--dump-dom", (tmp_path / "broken.html").as_uri())
@@ -222,7 +226,7 @@ def test_without_its_scripts_the_page_is_complete_and_a_script_error_would_show(
 
 
 # Clicks the suite table's first measure header twice, recording the order of the datasets each time.
-SORT_PROBE = """<script>(function(){var t=document.querySelector('table[data-table="suite-datasets"]'),th=t.tHead.rows[0].cells[4];
+SORT_PROBE = """(function(){var t=document.querySelector('table[data-table="suite-datasets"]'),th=t.tHead.rows[0].cells[4];
 function order(){return Array.prototype.map.call(t.tBodies[0].rows,function(r){return r.cells[0].textContent;}).join(",");}
 var seen=[order()];th.click();seen.push(order());th.click();seen.push(order());
-document.body.setAttribute("data-probe",seen.join(" | "));})();</script>"""
+document.body.setAttribute("data-probe",seen.join(" | "));})();"""

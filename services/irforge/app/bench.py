@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from irforge.bench.record import DatasetOutcome, remove_suite, suite_record, write_suite
+from irforge.bench.record import EVALUATED, REUSED, DatasetOutcome, remove_suite, suite_record, write_suite
 from irforge.bench.reuse import reuse_problem
 from irforge.bench.suite import Suite, SuiteEntry
 from irforge.app.evaluate import checked, evaluate
@@ -55,7 +55,7 @@ def run_bench(config: PipelineConfig, suite: Suite, out: Path, measures: list[st
             one = checked(one, folder)
             problem = reuse_problem(one, folder)
             if problem is None:
-                results, status = Results.load(folder), "reused"
+                results, status = Results.load(folder), REUSED
             else:
                 if problem:
                     say(f"[{position}/{total}] {entry.label}: redoing: {problem}")
@@ -63,11 +63,11 @@ def run_bench(config: PipelineConfig, suite: Suite, out: Path, measures: list[st
                     remove_suite(out)
                     suite_removed = True
                 results = evaluate(one, folder)
-                status = "evaluated"
+                status = EVALUATED
         except Exception as error:  # noqa: BLE001 - any failure stops the bench, naming the dataset
             raise DatasetFailed(entry, position, total, error) from error
         first = next(iter(measures))
-        why = f" {folder}/results.json (same system, same data)" if status == "reused" else ""
+        why = f" {folder}/results.json (same system, same data)" if status == REUSED else ""
         say(f"[{position}/{total}] {entry.label}: {status}{why} · {first} {results['metrics'][first]:.4f} · "
             f"{results['evaluation']['queries_evaluated']} queries · {time.perf_counter() - started:.1f}s")
         outcomes.append(DatasetOutcome(label=entry.label, dataset=entry.dataset, split=entry.split,

@@ -10,8 +10,13 @@ from pathlib import Path
 
 from irforge.bench.table import mean_metrics, suite_markdown
 from irforge.common.files import atomic_write, write_json_atomic
+from irforge.results import reading as field
 
 SUITE_FILES = ("suite.json", "suite.md")
+# What suite.json's datasets[].status can say: each is a success (a failed dataset stops the bench
+# and is never written). Readers (the report) take their meaning from here, not from a copy.
+EVALUATED, REUSED = "evaluated", "reused"
+DATASET_STATUSES = (EVALUATED, REUSED)
 
 
 @dataclass(frozen=True)
@@ -20,7 +25,7 @@ class DatasetOutcome:
     dataset: str        # as given
     split: str
     results: dict       # that dataset's results.json
-    status: str         # "evaluated" | "reused"
+    status: str         # one of DATASET_STATUSES
 
 
 def suite_record(name: str, split: str, measures: list[str], outcomes: list[DatasetOutcome]) -> dict:
@@ -36,6 +41,24 @@ def suite_record(name: str, split: str, measures: list[str], outcomes: list[Data
         "split": split, "measures": list(measures), "system": first["retriever"], "datasets": datasets,
         "mean": mean_metrics(datasets, list(measures)), "versions": first["versions"],
     }
+
+
+# The fields of suite.json its readers use (compare across suites, the report), as suite_record writes them.
+SUITE = field.fields({
+    "name": field.optional(field.name), "split": field.optional(field.name), "created_at": field.optional(field.name),
+    "measures": field.list_of(field.name), "system": field.any_object, "mean": field.mapping(field.number),
+    "versions": field.mapping(field.optional(field.long_text)),
+    "datasets": field.list_of(field.fields({
+        "label": field.optional(field.name), "dataset": field.optional(field.name), "path": field.optional(field.long_text),
+        "split": field.optional(field.name), "results": field.optional(field.long_text), "status": field.optional(field.name),
+        "error": field.optional(field.long_text), "metrics": field.mapping(field.number), "queries": field.optional(field.count),
+        "timings": field.mapping(field.seconds)})),
+})
+
+
+def check_suite(record: dict, file: str) -> None:
+    """suite.json read back: ResultsFileError naming the file and the field a reader could not use."""
+    field.check_record(SUITE, record, file)
 
 
 def write_suite(folder: Path, record: dict) -> None:

@@ -20,6 +20,7 @@ from irforge.data import BeirDataset
 from irforge.data.qrels import qrels_fingerprint
 from irforge.pipeline.eval_job import split_judgements
 from irforge.pipeline.retrievers import CorpusTracker
+from irforge.results.reading import read_results
 
 # Keys of a retriever description that count what one run did (calls made to an endpoint), not
 # what the system is: two runs of the same system differ there.
@@ -34,7 +35,7 @@ def reuse_problem(config: PipelineConfig, folder: Path) -> str | None:
     if not path.exists():
         return ""
     try:
-        previous = json.loads(path.read_text(encoding="utf-8"))
+        previous = read_results(path)   # ResultsFileError is a ValueError: "cannot be read" below
         return _first_difference(config, folder, previous)
     except (ValueError, KeyError, TypeError) as error:   # unreadable, or not an `irforge eval` results.json
         return f"results.json cannot be read as eval results ({type(error).__name__}: {error})"

@@ -4,10 +4,8 @@ its number of queries)."""
 
 from __future__ import annotations
 
-import csv
-import io
-
 from irforge.results import describe_retriever
+from irforge.results.cells import csv_text, markdown_cell, text_cell
 
 FORMATS = ("text", "markdown", "csv")
 
@@ -23,12 +21,10 @@ def suite_table(record: dict, fmt: str = "text") -> str:
     rows = [(d["label"], [d["metrics"][name] for name in measures]) for d in record["datasets"]]
     rows.append(("Mean", [record["mean"][name] for name in measures]))
     if fmt == "csv":
-        text = io.StringIO()
-        writer = csv.writer(text, lineterminator="\n")
-        writer.writerow(["dataset", *measures])
-        writer.writerows([label, *(repr(value) for value in values)] for label, values in rows)
-        return text.getvalue()
-    cells = [["dataset", *measures]] + [[label, *(f"{value:.4f}" for value in values)] for label, values in rows]
+        return csv_text([["dataset", *measures], *([label, *values] for label, values in rows)])
+    escape = markdown_cell if fmt == "markdown" else text_cell   # a label from the suite file stays one cell
+    cells = [["dataset", *map(escape, measures)]]
+    cells += [[escape(label), *(f"{value:.4f}" for value in values)] for label, values in rows]
     if fmt == "markdown":
         lines = [f"| {' | '.join(cells[0])} |", "|" + "---|" + "---:|" * len(measures)]
         lines += [f"| {' | '.join(row)} |" for row in cells[1:-1]]
@@ -46,6 +42,6 @@ def suite_table(record: dict, fmt: str = "text") -> str:
 def suite_markdown(record: dict) -> str:
     """suite.md: a heading that says what was run, then the table."""
     system = record["system"]
-    return (f"# {record['name']}\n\n"
-            f"{describe_retriever(system)} · split {record['split']} · top_k {system.get('top_k')} · "
+    return (f"# {markdown_cell(record['name'])}\n\n"
+            f"{markdown_cell(describe_retriever(system))} · split {markdown_cell(record['split'])} · top_k {system.get('top_k')} · "
             f"{len(record['datasets'])} datasets · {record['created_at']}\n\n" + suite_table(record, "markdown"))

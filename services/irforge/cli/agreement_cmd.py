@@ -23,6 +23,7 @@ from pathlib import Path
 from irforge.app.agreement import DEFAULT_MEASURE, AgreementOptions, agreement_with
 from irforge.compare.agreement import AgreementError, AgreementSettings
 from irforge.compare.systems import ComparisonError
+from irforge.results import ResultsFileError
 
 
 def add_parser(subparsers) -> None:
@@ -58,7 +59,7 @@ def run_agreement(args: argparse.Namespace) -> int:
     )
     try:
         result = agreement_with(options)
-    except (AgreementError, ComparisonError) as error:
+    except (AgreementError, ComparisonError, ResultsFileError) as error:
         print(f"irforge agreement: error: {error}", file=sys.stderr)
         return 2
     sys.stdout.write(json.dumps(result, indent=1) + "\n" if args.format == "json" else describe(result))

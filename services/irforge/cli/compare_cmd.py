@@ -16,6 +16,7 @@ from irforge.compare import stats
 from irforge.compare.corrections import CORRECTIONS
 from irforge.compare.render import FORMATS
 from irforge.compare.systems import ComparisonError, IDENTITY
+from irforge.results import ResultsFileError
 
 
 def add_parser(subparsers) -> None:
@@ -71,7 +72,7 @@ def run_compare(args: argparse.Namespace) -> int:
     )
     try:
         comparison = compare_with(args.inputs, options)
-    except ComparisonError as error:
+    except (ComparisonError, ResultsFileError) as error:
         print(f"irforge compare: error: {error}", file=sys.stderr)
         return 2
     sys.stdout.write(render_any(comparison, args.format))

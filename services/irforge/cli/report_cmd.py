@@ -10,6 +10,7 @@ from pathlib import Path
 
 from irforge.reports.inputs import ReportInputError, load_inputs
 from irforge.reports.page import build_report, write_report
+from irforge.results import ResultsFileError
 
 
 def add_parser(subparsers) -> None:
@@ -45,7 +46,7 @@ def run_report(args: argparse.Namespace) -> int:
     try:
         check_out(args.out)
         inputs = load_inputs(args.inputs)   # every input read and checked before anything is written
-    except ReportInputError as error:
+    except (ReportInputError, ResultsFileError) as error:
         print(f"irforge report: error: {error}", file=sys.stderr)
         return 2
     command = shlex.join(["irforge", "report", *args.inputs, "--out", str(args.out)]

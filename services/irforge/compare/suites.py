@@ -5,13 +5,14 @@ is read dataset by dataset), and the systems' means over those datasets are give
 
 from __future__ import annotations
 
-import json
 from datetime import datetime, timezone
 from pathlib import Path
 
 from irforge import __version__
+from irforge.bench.record import check_suite
 from irforge.compare.comparison import CompareSettings, compare_systems
 from irforge.compare.systems import ComparisonError, check_comparable, load_results
+from irforge.results.reading import read_json_object
 
 
 def is_suite(path: str | Path) -> bool:
@@ -20,12 +21,13 @@ def is_suite(path: str | Path) -> bool:
 
 def load_suite(path: str | Path) -> dict:
     file = Path(path) / "suite.json"
-    try:
-        record = json.loads(file.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise ComparisonError(f"{file}: cannot be read as JSON ({error})") from None
+    record = read_json_object(file)
     if record.get("kind") != "suite" or not isinstance(record.get("datasets"), list):
         raise ComparisonError(f"{file}: not a suite.json of irforge bench")
+    check_suite(record, str(file))
+    for n, entry in enumerate(record["datasets"]):
+        if not (isinstance(entry, dict) and isinstance(entry.get("label"), str) and isinstance(entry.get("results"), str)):
+            raise ComparisonError(f"{file}: datasets[{n}]: expected an object with a \"label\" and a \"results\" string")
     return record
 
 

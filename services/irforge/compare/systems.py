@@ -16,6 +16,7 @@ from irforge.data import DataFormatError, read_trec_run
 from irforge.data.qrels import qrels_fingerprint
 from irforge.evaluator import EvaluationOptions, Evaluator
 from irforge.evaluator.measures import DEFAULT_MEASURES
+from irforge.results.reading import check_results, read_json_object
 
 
 class ComparisonError(ValueError):
@@ -55,12 +56,8 @@ def load_results(path: str | Path, label: str | None = None) -> System:
     if not file.is_file():
         raise ComparisonError(f"{path}: no results.json there (give a results folder, a results.json, "
                               "or a TREC run with --qrels)")
-    try:
-        record = json.loads(file.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise ComparisonError(f"{file}: cannot be read as JSON ({error})") from None
-    if not isinstance(record, dict) or "per_query" not in record:
-        raise ComparisonError(f"{file}: not an irforge results.json (no per_query)")
+    record = read_json_object(file)   # ResultsFileError naming the file (and the field) when it cannot be used
+    check_results(record, str(file), required=("per_query",))
     if record.get("kind") == "instructions":
         raise ComparisonError(f"{file}: instruction-following results hold one run per dimension and mode; "
                               "compare their run files with --qrels (one mode's qrels) instead")

@@ -9,7 +9,9 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from irforge.bench.record import check_suite
 from irforge.common.files import not_a_regular_file
+from irforge.results.reading import ResultsFileError, check_compared_system, check_results, read_json_object
 
 # A folder given as input: the first of these it holds is the input.
 FOLDER_FILES = ("comparison.json", "suite.json", "results.json")
@@ -80,18 +82,11 @@ class ReportInput:
 
 
 def read_json(path: Path, what: str) -> dict:
-    where = what if what == str(path) else f"{what}: {path}"
+    """The object in `path`, its depth bounded (irforge.results.reading): ReportInputError otherwise."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise ReportInputError(f"{where}: cannot be read: {getattr(error, 'strerror', None) or error}") from None
-    try:
-        record = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise ReportInputError(f"{where}: is not JSON (line {error.lineno}, column {error.colno}: {error.msg})") from None
-    if not isinstance(record, dict):
-        raise ReportInputError(f"{where}: holds a JSON {type(record).__name__}, not an object")
-    return record
+        return read_json_object(path, what)
+    except ResultsFileError as error:
+        raise ReportInputError(str(error)) from None
 
 
 def resolve(given: str) -> Path:
@@ -136,6 +131,10 @@ def load_input(given: str) -> ReportInput:
     path = resolve(given)
     record = read_json(path, given)
     kind = kind_of(record, path)
+    if kind in ("results", "instructions"):
+        check_results(record, str(path), required=())   # every field a section reads, typed
+    elif kind == "suite":
+        check_suite(record, str(path))
     item = ReportInput(path, given, kind, record, hashlib.sha256(path.read_bytes()).hexdigest())
     if kind in ("results", "instructions"):
         item.systems = [System(path.parent.name or path.stem, str(path), without_per_query(record))]
@@ -156,6 +155,8 @@ def load_input(given: str) -> ReportInput:
 
 
 def comparison_systems(record: dict, path: Path) -> list[System]:
+    for n, system in enumerate(record["systems"]):
+        check_compared_system(system, f"{path}: systems[{n}]")
     return [System(str(s.get("label")), str(s.get("source", path)), s, s.get("letter")) for s in record["systems"]]
 
 
@@ -174,7 +175,8 @@ def suite_systems(path: Path, suite: dict) -> tuple[list[System], list[str]]:
             continue
         try:
             record = read_json(results_path, label)
-        except ReportInputError as error:
+            check_results(record, str(results_path))
+        except (ReportInputError, ResultsFileError) as error:
             notes.append(str(error))
             continue
         systems.append(System(label, str(results_path), without_per_query(record)))

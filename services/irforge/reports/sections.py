@@ -3,6 +3,7 @@ they share (Judged@k and holes, timings, counts). Each returns Markup: an escape
 
 from __future__ import annotations
 
+from irforge.bench.record import DATASET_STATUSES
 from irforge.reports.inputs import ReportInput, System
 from irforge.reports.markup import (
     MISSING, Cell, Markup, esc, is_number, join, metric, p_value, seconds, signed, table, tag,
@@ -248,10 +249,10 @@ def suite_section(anchor: str, item: ReportInput) -> Markup:
     measures = suite["measures"]
     entries = suite["datasets"]
     rows = [[e.get("label"), e.get("dataset"), Cell(esc(e.get("status", MISSING)), e.get("status"), False,
-                                                    "status-ok" if e.get("status") == "ok" else "status-bad"),
+                                                    "status-ok" if e.get("status") in DATASET_STATUSES else "status-bad"),
              e.get("queries"), *[(e.get("metrics") or {}).get(m) for m in measures]] for e in entries]
     mean = suite.get("mean") or {}
-    ok = sum(e.get("status") == "ok" for e in entries)
+    ok = sum(e.get("status") in DATASET_STATUSES for e in entries)
     foot = [["mean", f"{ok} of {len(entries)} datasets ok", "", "", *[mean.get(m) for m in measures]]]
     datasets_table = table("suite-datasets", ["dataset", "name", "status", "queries", *measures], rows,
                            f"{suite.get('name', 'suite')} · split {suite.get('split', MISSING)}", foot=foot)

@@ -5,12 +5,12 @@ renders itself (`table()`, `markdown()`: irforge.results.render)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
+from irforge.results.reading import ResultsFileError, read_results
 from irforge.results.render import describe_retriever
 
-__all__ = ["Results", "describe_retriever"]
+__all__ = ["Results", "ResultsFileError", "describe_retriever"]
 
 
 class Results(dict):
@@ -22,9 +22,10 @@ class Results(dict):
 
     @classmethod
     def load(cls, folder: str | Path) -> Results:
-        """The results an earlier run wrote into `folder` (its results.json)."""
+        """The results an earlier run wrote into `folder` (its results.json), checked
+        (irforge.results.reading): ResultsFileError naming the file and field otherwise."""
         folder = Path(folder)
-        return cls(json.loads((folder / "results.json").read_text(encoding="utf-8")), folder)
+        return cls(read_results(folder / "results.json"), folder)
 
     @property
     def metrics(self) -> dict[str, float]:

@@ -7,6 +7,8 @@ from __future__ import annotations
 # Light on purpose (`import irforge` stays stdlib-only until called): latency_lines, which needs
 # numpy, is imported where a table is drawn.
 
+from irforge.results.cells import markdown_cell as _md, text_cell as _one
+
 
 def describe_retriever(retriever: dict) -> str:
     """One line for results.json's `retriever` (eval's table, bench's suite.md, reports): what ran,
@@ -50,16 +52,16 @@ def markdown(results: dict) -> str:
     if results.get("kind") == "instructions":
         dimensions = results["dimensions"]
         columns = [*dimensions, "mean"] if len(dimensions) > 1 else ["value"]
-        head = f"**{results['dataset']}** · {results['split']} · {results['layout']} layout · {results['retriever'].get('name')}"
-        rows = [f"| measure | {' | '.join(columns)} |", "|---|" + "---:|" * len(columns)]
+        head = _md(f"**{results['dataset']}** · {results['split']} · {results['layout']} layout · {results['retriever'].get('name')}")
+        rows = [f"| measure | {' | '.join(map(_md, columns))} |", "|---|" + "---:|" * len(columns)]
         for name in results["metrics"]:
             cells = [dimensions[d]["metrics"].get(name) for d in dimensions] if len(dimensions) > 1 else []
             cells.append(results["metrics"][name])
-            rows.append(f"| {name} | " + " | ".join("—" if v is None else f"{v:.4f}" for v in cells) + " |")
+            rows.append(f"| {_md(name)} | " + " | ".join("—" if v is None else f"{v:.4f}" for v in cells) + " |")
         return "\n".join([head, "", *rows]) + "\n"
-    head = (f"**{results['dataset']}** · {results['split']} · {describe_retriever(results['retriever'])} · "
-            f"{results['evaluation']['queries_evaluated']} queries")
-    rows = ["| measure | value |", "|---|---:|", *(f"| {name} | {value:.4f} |" for name, value in results["metrics"].items())]
+    head = _md(f"**{results['dataset']}** · {results['split']} · {describe_retriever(results['retriever'])} · "
+               f"{results['evaluation']['queries_evaluated']} queries")
+    rows = ["| measure | value |", "|---|---:|", *(f"| {_md(name)} | {value:.4f} |" for name, value in results["metrics"].items())]
     return "\n".join([head, "", *rows]) + "\n"
 
 
@@ -67,11 +69,12 @@ def _eval_lines(results: dict) -> list[str]:
     from irforge.pipeline.latency import latency_lines
 
     evaluation = results["evaluation"]
-    lines = ["", f"{results['dataset']} · {results['split']} · {describe_retriever(results['retriever'])} · "
-                 f"{evaluation['queries_evaluated']} queries"]
-    width = max(len(name) for name in results["metrics"])
+    lines = ["", _one(f"{results['dataset']} · {results['split']} · {describe_retriever(results['retriever'])} · "
+                      f"{evaluation['queries_evaluated']} queries")]
+    metrics = {_one(name): value for name, value in results["metrics"].items()}
+    width = max(len(name) for name in metrics)
     lines.append(f"{'measure':<{width}}  value")
-    lines += [f"{name:<{width}}  {value:.4f}" for name, value in results["metrics"].items()]
+    lines += [f"{name:<{width}}  {value:.4f}" for name, value in metrics.items()]
     problems = results["data"]["qrels_problems"]
     if problems["unknown_queries"] or problems["unknown_documents"]:
         lines.append(f"qrels problems: {problems['unknown_queries']} unknown queries, "
@@ -92,7 +95,7 @@ def _eval_lines(results: dict) -> list[str]:
     lines.append(f"{', '.join(work)} · index {timings['index_s']:.1f}s · retrieve {timings['retrieve_s']:.1f}s · "
                  f"evaluate {timings['evaluate_s']:.1f}s")
     lines += latency_lines(results.get("latency"))  # results written before latency was recorded have none
-    lines.append(f"wrote {results['files']['run']} and results.json")
+    lines.append(f"wrote {_one(results['files']['run'])} and results.json")
     return lines
 
 
@@ -103,16 +106,16 @@ def _instruction_lines(results: dict) -> list[str]:
     dimensions = results["dimensions"]
     names = list(results["metrics"])
     queries = sum(d["queries"] for d in dimensions.values())
-    lines = ["", f"{results['dataset']} · {results['split']} · {results['layout']} layout · "
-                 f"{results['retriever'].get('name')} · {len(dimensions)} dimension(s), {queries} queries"]
-    columns = [*dimensions, "mean"] if len(dimensions) > 1 else ["value"]
-    width = max(len(name) for name in [*names, "measure"])
+    lines = ["", _one(f"{results['dataset']} · {results['split']} · {results['layout']} layout · "
+                      f"{results['retriever'].get('name')} · {len(dimensions)} dimension(s), {queries} queries")]
+    columns = [*map(_one, dimensions), "mean"] if len(dimensions) > 1 else ["value"]
+    width = max(len(_one(name)) for name in [*names, "measure"])
     widths = [max(len(column), 7) for column in columns]
     lines.append(f"{'measure':<{width}}  " + "  ".join(f"{c:>{w}}" for c, w in zip(columns, widths)))
     for name in names:
         cells = [dimensions[d]["metrics"].get(name) for d in dimensions] if len(dimensions) > 1 else []
         cells.append(results["metrics"][name])
-        lines.append(f"{name:<{width}}  " + "  ".join("—".rjust(w) if v is None else f"{v:>{w}.4f}"
+        lines.append(f"{_one(name):<{width}}  " + "  ".join("—".rjust(w) if v is None else f"{v:>{w}.4f}"
                                                       for v, w in zip(cells, widths)))
     if any(name.startswith(("p-MRR", "WISE", "SICR")) for name in names):
         lines.append("p-MRR, WISE and SICR are fractions here; papers print them x 100")
@@ -120,7 +123,7 @@ def _instruction_lines(results: dict) -> list[str]:
     lines.append(f"index {timings['index_s']:.1f}s · retrieve {timings['retrieve_s']:.1f}s · "
                  f"evaluate {timings['evaluate_s']:.1f}s")
     lines += latency_lines(results.get("latency"))
-    runs = [name for files in results["files"]["runs"].values() for name in files.values()]
+    runs = [_one(name) for files in results["files"]["runs"].values() for name in files.values()]
     lines.append(f"wrote {len(runs)} run files ({runs[0]}, ...) and results.json" if len(runs) > 1
                  else f"wrote {runs[0]} and results.json")
     return lines
@@ -136,13 +139,13 @@ def holes_lines(report: dict) -> list[str]:
     """The summary of a holes report (judge-holes, eval --fill-holes): counts, then metrics before and after."""
     depth = report["depth"]
     note = no_paid_call_note(report["judge"].get("backend", ""), report["judge_calls"])
-    lines = ["", f"{report['dataset']} · {report['split']} · holes in the top {depth}: {report['holes']} · judged "
+    lines = ["", f"{_one(report['dataset'])} · {_one(report['split'])} · holes in the top {depth}: {report['holes']} · judged "
                  f"{report['judged']} ({report['from_store']} from the store) · judge calls {report['judge_calls']}{note} · "
                  f"unparsed {report['unparsed']} · failed {report['failed']}"]
     before, after = report["metrics_before"], report["metrics_after"]
-    width = max(len(name) for name in before)
+    width = max(len(_one(name)) for name in before)
     lines.append(f"{'measure':<{width}}  before   after")
-    lines += [f"{name:<{width}}  {before[name]:.4f}  {after[name]:.4f}" for name in before]
+    lines += [f"{_one(name):<{width}}  {before[name]:.4f}  {after[name]:.4f}" for name in before]
     return lines
 
 
