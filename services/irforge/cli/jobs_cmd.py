@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from pathlib import Path
@@ -13,6 +12,7 @@ from irforge.cli.options import add_config_file_option, add_config_options, conf
 from irforge.app.holes import EXIT_NOT_ALL_JUDGED
 from irforge.config import PipelineConfig, with_options
 from irforge.orchestrator.limits import MAX_JOBS_LISTED, MAX_SHARDS
+from irforge.results.reading import read_json_object, read_results
 from irforge.results.render import text as results_text
 
 DEFAULT_SERVER = "127.0.0.1:50050"
@@ -211,9 +211,15 @@ def run_results(args: argparse.Namespace) -> int:
     if (args.out / "suite.json").exists():
         from irforge.bench.table import suite_table
 
-        sys.stdout.write(suite_table(json.loads((args.out / "suite.json").read_text(encoding="utf-8"))))
+        from irforge.bench.record import check_suite
+
+        # Files a server sent: read back through the same checks as any results the user gives.
+        suite_file = args.out / "suite.json"
+        record = read_json_object(suite_file)
+        check_suite(record, str(suite_file))
+        sys.stdout.write(suite_table(record))
         return 0
-    sys.stdout.write(results_text(json.loads((args.out / "results.json").read_text(encoding="utf-8"))))
+    sys.stdout.write(results_text(read_results(args.out / "results.json")))
     return 0
 
 

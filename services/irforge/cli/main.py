@@ -24,12 +24,13 @@ from irforge.evaluator.core import EvaluationError
 from irforge.evaluator.measures import MeasureError
 from irforge.judge.errors import JudgeError
 from irforge.models.errors import ModelError
+from irforge.results.reading import ResultsFileError
 
 # Never reach a model hub at run time; models come from packages or mounted paths.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 USER_ERRORS = (DataFormatError, MeasureError, EvaluationError, CorpusError, ModelError, EndpointError, ServiceUnavailable,
-               JudgeError, TlsConfigError, OutputFolderError, DatasetError)
+               JudgeError, TlsConfigError, OutputFolderError, DatasetError, ResultsFileError)
 # A full disk (or quota) is the user's environment, not their input and not a bug: exit status 74
 # (EX_IOERR, sysexits.h), told apart from 2 (bad input: retrying cannot help, so a shard worker's
 # Job fails at once) and 1 (a bug, with its traceback). Freeing space and running again can succeed.
