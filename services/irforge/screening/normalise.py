@@ -31,7 +31,8 @@ _LOOKALIKES = str.maketrans({
 })
 
 
-def _invisible(char: str) -> bool:
+def is_invisible(char: str) -> bool:
+    """Zero-width, bidi, tag and other format characters, variation selectors, fillers."""
     code = ord(char)
     return (unicodedata.category(char) == "Cf" or 0xFE00 <= code <= 0xFE0F or 0xE0100 <= code <= 0xE01EF
             or code in (0x034F, 0x115F, 0x1160, 0x3164, 0xFFA0))   # combining grapheme joiner, Hangul fillers
@@ -48,7 +49,7 @@ def _without_accents(text: str) -> str:
 
 def folded(text: str) -> str:
     text = unicodedata.normalize("NFKC", text)
-    text = "".join(char for char in text if not _invisible(char))
+    text = "".join(char for char in text if not is_invisible(char))
     text = _without_accents(text.casefold())
     text = _SPACES.sub(" ", text)
     return _LINE_BREAKS.sub("\n", text).strip()
