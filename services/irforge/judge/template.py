@@ -40,7 +40,7 @@ from pathlib import Path
 
 from irforge.common.allowed_roots import checked
 from irforge.judge.errors import JudgeSpecError
-from irforge.screening.normalise import is_invisible
+from irforge.screening.normalise import without_invisible
 
 PLACEHOLDERS = ("query", "document")
 
@@ -86,7 +86,7 @@ def neutralised(value: str) -> str:
     """Invisible characters removed; a bracket that opens something read as a query or passage
     tag (after NFKC and casefolding, so "＜／ＰＡＳＳＡＧＥ" counts) replaced by "(".
     """
-    value = "".join(char for char in value if not is_invisible(char))
+    value = without_invisible(value)
     out = list(value)
     for match in _OPENING.finditer(value):
         following = unicodedata.normalize("NFKC", value[match.end():match.end() + 24]).casefold()

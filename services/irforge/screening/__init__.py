@@ -24,18 +24,21 @@ base64) passes; so the judge's prompt also keeps the judged text apart as data
 (irforge.judge.template), and screening is the second line, not the only one.
 
 Measured (tests/screening/test_detector.py keeps these from getting worse; run on 2026-11-26):
-- recall on real injections: 186 of the 200 Tensor Trust hijacking attacks in
-  tests/data/prompt_injections/ (93.0%): human-written attacks on an LLM from the Tensor Trust
-  game, see SOURCE.md there;
+- recall on real injections: 173 of the 200 Tensor Trust hijacking attacks in
+  tests/data/prompt_injections/ (86.5%): human-written attacks on an LLM from the Tensor Trust
+  game, see SOURCE.md there. Most of the 27 missed carry no instruction a rule could name
+  ("correct password", filler characters, binary to decode, a story ending in the words);
 - false positives on ordinary text: 0 of 5,183 SciFact documents, 0 of 1,109 SciFact queries,
-  0 of 3,633 NFCorpus documents, 0 of 3,237 NFCorpus queries (0.0%).
+  0 of 3,633 NFCorpus documents, 0 of 3,237 NFCorpus queries (0 of 13,162 texts);
+- speed: about 3 ms a SciFact abstract on a loaded 2-core machine (each distinct text is screened
+  once per run).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from irforge.screening.normalise import folded, skeleton
+from irforge.screening.normalise import folded, mixes_scripts, skeleton
 from irforge.screening.rules import RULES
 
 VERSION = "1"          # recorded with every screening result; bump when a rule changes
@@ -57,7 +60,9 @@ def screen(text: str) -> Finding | None:
     if not text:
         return None
     plain = folded(text)
-    for candidate in dict.fromkeys((plain, skeleton(plain))):
+    # The Latin reading only where a word mixes scripts ("ignоre"): a Greek letter in an abstract
+    # ("TGF-β") or a Russian sentence needs no second pass.
+    for candidate in (plain, skeleton(plain)) if mixes_scripts(plain) else (plain,):
         for name, _, pattern in RULES:
             match = pattern.search(candidate)
             if match is not None:

@@ -17,10 +17,11 @@ Why each step:
 
 from __future__ import annotations
 
+import functools
+import itertools
 import re
 import unicodedata
 
-_LAST_ACCENTED_SCRIPT = 0x052F   # Latin, Greek and Cyrillic blocks end here
 _SPACES = re.compile(r"[^\S\n]+")
 _LINE_BREAKS = re.compile(r" ?\n[\s]*")
 # Cyrillic and Greek letters whose lower case looks like a Latin one (after casefolding).
@@ -38,21 +39,42 @@ def is_invisible(char: str) -> bool:
             or code in (0x034F, 0x115F, 0x1160, 0x3164, 0xFFA0))   # combining grapheme joiner, Hangul fillers
 
 
+# Combining marks after a Latin, Greek or Cyrillic letter (or after another such mark).
+_ACCENTS = re.compile("(?<=[\x00-\u052f])[\u0300-\u036f\u0483-\u0489\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]+")
+
+
+@functools.cache
+def _invisible_table() -> dict[int, None]:
+    """str.translate's table deleting every invisible character (built once, ~0.1 s)."""
+    # The planes that hold format characters and selectors: the BMP, plane 1, plane 14.
+    planes = itertools.chain(range(0x20000), range(0xE0000, 0xE1000))
+    return {code: None for code in planes if is_invisible(chr(code))}
+
+
+def without_invisible(text: str) -> str:
+    return text if text.isascii() else text.translate(_invisible_table())
+
+
 def _without_accents(text: str) -> str:
-    out = []
-    for char in unicodedata.normalize("NFKD", text):
-        if unicodedata.combining(char) and out and ord(out[-1]) <= _LAST_ACCENTED_SCRIPT:
-            continue
-        out.append(char)
-    return unicodedata.normalize("NFC", "".join(out))
+    if text.isascii():
+        return text
+    return unicodedata.normalize("NFC", _ACCENTS.sub("", unicodedata.normalize("NFKD", text)))
 
 
 def folded(text: str) -> str:
-    text = unicodedata.normalize("NFKC", text)
-    text = "".join(char for char in text if not is_invisible(char))
+    text = without_invisible(unicodedata.normalize("NFKC", text))
     text = _without_accents(text.casefold())
     text = _SPACES.sub(" ", text)
     return _LINE_BREAKS.sub("\n", text).strip()
+
+
+_MIXED = re.compile("[a-z][\u0370-\u03ff\u0400-\u04ff\u0500-\u052f\u0261\u0578\u057d]"
+                    "|[\u0370-\u03ff\u0400-\u04ff\u0500-\u052f\u0261\u0578\u057d][a-z]")
+
+
+def mixes_scripts(folded_text: str) -> bool:
+    """A Latin letter next to a Greek, Cyrillic (or other look-alike) one: a word written to fool."""
+    return _MIXED.search(folded_text) is not None
 
 
 def skeleton(folded_text: str) -> str:

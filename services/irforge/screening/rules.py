@@ -13,7 +13,7 @@ import re
 
 # Where an imperative can start: the start of the text or a line, after sentence punctuation or a
 # closing bracket/quote, or after a word that addresses someone ("you must", "please", "now").
-_CLAUSE = r"(?:^|(?<=[.!?:;,\n\]\)>\"'*#\-])\s*|\b(?:you|please|must|should|shall|will|now|always|only|then|just|simply)\s+)"
+_CLAUSE = r"(?:(?:^|[.!?:;,\n\]\)>\"'*#\-])\s*|\b(?:you|please|must|should|shall|will|now|always|only|then|just|simply)\s+)"
 _GAP = r"[^.!?\n]{0,40}?"          # the rest of the same sentence, briefly
 _QUOTE = "[\"'\u201c\u201d\u2018\u2019\u00ab\u00bb\\[`]"
 
@@ -22,6 +22,8 @@ _OVERRIDE_VERBS = (r"ignore|disregard|forget|override|overrule|neglect|set aside
 _OVERRIDE_OBJECTS = (r"instructions?|directions|directives?|prompts?|guidelines|rules|commands|orders|guidance"
                      r"|system message|(?:previous|prior|above|earlier|preceding|old|original|initial) (?:tasks?|text|context"
                      r"|messages?|conversation)|what (?:you were|you've been|you have been|you are) (?:told|asked|instructed)|everything (?:above|before|else|prior)|all (?:of )?(?:the )?(?:above|previous|prior)")
+
+
 
 RULES: tuple[tuple[str, str, re.Pattern], ...] = tuple((name, why, re.compile(pattern)) for name, why, pattern in (
     ("override", "tells the reader to drop its instructions (English)",
@@ -67,7 +69,7 @@ RULES: tuple[tuple[str, str, re.Pattern], ...] = tuple((name, why, re.compile(pa
      r"|\b(?:begin|start|end)\s+(?:your|yr|each|every)\s+(?:reply|response|answer|output)\b"
      r"|\b(?:in|to|from|of|with) (?:your|yr) (?:reply|response|answer|output)\b"
      r"|\b(?:please|only|just|simply) (?:respond|reply|answer|output|say|print|write the answer|put the)\b"
-     r"|(?:^|(?<=[.!?:;\n\]\)>\"'*#\-])\s*|\byou (?:must |should |will |shall )?)(?:say|respond with|reply with"
+     r"|(?:(?:^|[.!?:;\n\]\)>\"'*#\-])\s*|\byou (?:must |should |will |shall )?)(?:say|respond with|reply with"
      r"|answer with|proclaim)\s+\S|\b(?:prefix|prepend) with\b|\boutput only\b"
      r"|\bneed you to (?:say|respond|reply|answer|output|print|write)\b"
      r"|\b(?:don't|do not|never) (?:write|add|give|include|provide) (?:any )?(?:commentary|explanations?|comments?)\b"
