@@ -305,6 +305,7 @@ def test_huge_unparsed_answers_are_stored_once_and_capped(judge_server, tmp_path
         with open_judge(spec, store_path) as core:
             outcome = core.judge(pairs(3))
         assert all(j.verdict is Verdict.UNPARSED for j in outcome.judgements)
+        assert all(len(j.raw_output) < 5_000 for j in outcome.judgements)   # what a gRPC reply carries too
     with JudgementStore(store_path) as store:
         rows = [store.get_record(n) for n in range(1, 7)]
     assert all(len(row.raw_output) < 5_000 for row in rows)

@@ -286,7 +286,8 @@ class JudgementStore:
                         self.path, where, type(error).__name__, error)
             return judgement
         connection.execute("RELEASE one_row")
-        return replace(judgement, record_id=cursor.lastrowid)
+        # The answer as stored goes on too: a 5 MB raw text need not travel in a gRPC reply or a report.
+        return replace(judgement, record_id=cursor.lastrowid, raw_output=raw)
 
     @staticmethod
     def _raw_to_store(connection: sqlite3.Connection, raw: str, key: tuple[str, str, str]) -> str:
