@@ -210,6 +210,27 @@ def test_flagged_holes_can_go_to_a_second_judge(manipulated, bm25_run, judge_ser
     assert not [r for r in first.chat_requests if carries_payload(r.prompt)]
 
 
+def test_holes_filled_through_the_judge_service_are_screened_too(manipulated, bm25_run, judge_server, tmp_path):
+    """The orchestrator's judge step: HoleFiller over a RemoteJudge (the judge gRPC service)."""
+    from irforge.common.grpc_server import start_server
+    from irforge.judge import server as judge_service
+    from irforge.judge.client import RemoteJudge
+    from irforge.judge.factory import open_judge
+    from irforge.judge.holes import HoleFiller, HoleSettings
+
+    dataset, chosen = manipulated
+    chat = judge_server(obeying)
+    with open_judge(spec_file(tmp_path, chat), tmp_path / "store.sqlite3") as core:
+        running = start_server([judge_service.binding(core)])
+        try:
+            with RemoteJudge(f"127.0.0.1:{running.port}") as remote:
+                report, labelled, _ = HoleFiller(remote, HoleSettings(depth=DEPTH)).run(dataset, read_trec_run(bm25_run).run)
+        finally:
+            running.stop(0)
+    assert report["screening"]["flagged"] >= len(chosen) and not [j for j in labelled if j.doc_id in chosen]
+    assert not [r for r in chat.chat_requests if carries_payload(r.prompt)]
+
+
 @pytest.mark.parametrize(("arguments", "message"), [
     (["--flagged", "second-judge"], "--flagged second-judge needs --second-judge FILE"),
     (["--second-judge", "judge.yaml"], "only --flagged second-judge sends the flagged holes"),
