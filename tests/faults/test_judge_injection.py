@@ -210,6 +210,20 @@ def test_flagged_holes_can_go_to_a_second_judge(manipulated, bm25_run, judge_ser
     assert not [r for r in first.chat_requests if carries_payload(r.prompt)]
 
 
+def test_eval_fill_holes_screens_and_writes_flagged_beside_the_run(manipulated, judge_server, tmp_path, capsys):
+    dataset, chosen = manipulated
+    server = judge_server(obeying)
+    out = tmp_path / "out"
+    code = main(["eval", "--dataset", str(dataset), "--out", str(out), "--index-dir", str(tmp_path / "indexes"),
+                 "--fill-holes", str(DEPTH), "--judge", str(spec_file(tmp_path, server)),
+                 "--store", str(tmp_path / "store.sqlite3")])
+    results = json.loads((out / "results.json").read_text())
+    assert code == 0 and results["holes"]["screening"]["flagged"] >= 20 and results["files"]["flagged"] == "flagged.tsv"
+    assert (out / "flagged.tsv").exists() and "flagged" in capsys.readouterr().out
+    assert not [(q, d) for (q, d), score in layer(out).items() if d in chosen and score >= 1]
+    assert not [r for r in server.chat_requests if carries_payload(r.prompt)]
+
+
 def test_holes_filled_through_the_judge_service_are_screened_too(manipulated, bm25_run, judge_server, tmp_path):
     """The orchestrator's judge step: HoleFiller over a RemoteJudge (the judge gRPC service)."""
     from irforge.common.grpc_server import start_server
