@@ -89,14 +89,17 @@ def metrics(qrels: str | Path, run: str | Path, *, measures: str | Sequence[str]
 
 def judge_holes(dataset: str | Path, run: str | Path, *, depth: int, out: str | Path, split: str = "test",
                 measures=None, keep_identical_ids: bool = False, judge: str = "embedded", store=None, thresholds=None,
-                relevant_from: int = 2) -> dict:
+                relevant_from: int = 2, flagged: str = "leave", second_judge=None) -> dict:
     """Judge the unlabelled documents of each query's top `depth` as `irforge judge-holes` does
     (embedded judge unless `judge=` names a spec file), write holes.json and the judged layer into
-    `out`, and return the report (holes.json's content: counts, labels, metrics before/after)."""
+    `out`, and return the report (holes.json's content: counts, labels, metrics before/after).
+    `flagged`: what happens to holes whose texts address the judge (leave, second-judge with
+    `second_judge=` a spec file, label); see irforge.judge.flagged."""
     from irforge.app.holes import JudgeChoice, judge_holes as run_judge
 
     choice = JudgeChoice(judge=str(judge), store=str(store) if store else None,
-                         thresholds=str(thresholds) if thresholds else None, relevant_from=relevant_from)
+                         thresholds=str(thresholds) if thresholds else None, relevant_from=relevant_from,
+                         flagged=flagged, second_judge=str(second_judge) if second_judge else None)
     return run_judge(dataset, run, depth=depth, out=out, split=split, measures=measures,
                      keep_identical_ids=keep_identical_ids, choice=choice)
 

@@ -196,7 +196,7 @@ def test_a_judge_that_never_answers_leaves_the_dataset_untouched(scifact_subset,
     assert report["failed"] == report["holes"] > 0 and report["judged"] == 0
     assert report["metrics_after"] == report["metrics_before"]
     assert not (out / "qrels.judged.tsv").exists() and not (out / "qrels.judged.provenance.jsonl").exists()
-    assert report["files"] == {"judged_qrels": None, "provenance": None}
+    assert report["files"] == {"judged_qrels": None, "provenance": None, "flagged": None}
 
 
 def test_unparsed_answers_are_never_written(scifact_subset, bm25, scripted_chat, llm_spec_file, fake_key, tmp_path):

@@ -41,7 +41,8 @@ def test_a_template_file_is_read_relative_to_the_spec(tmp_path):
     (tmp_path / "prompts").mkdir()
     (tmp_path / "prompts" / "judge.txt").write_text("Q: {query}\nD: {document}\nAnswer 0-3:")
     spec = JudgeSpec.from_file(write(tmp_path, {**MINIMAL, "template": "prompts/judge.txt"}))
-    assert spec.prompt.render("q", "d") == "Q: q\nD: d\nAnswer 0-3:"
+    # The values arrive quoted, as in the default template.
+    assert spec.prompt.render("q", "d") == "Q: <query>\nq\n</query>\nD: <passage>\nd\n</passage>\nAnswer 0-3:"
     assert spec.prompt.source == str(tmp_path / "prompts" / "judge.txt")
     # A changed template is a different judge: its labels are not reused.
     assert spec.identity()["template_sha256"] != JudgeSpec.from_dict(MINIMAL).identity()["template_sha256"]
@@ -49,7 +50,8 @@ def test_a_template_file_is_read_relative_to_the_spec(tmp_path):
 
 def test_an_inline_template_is_checked(tmp_path):
     spec = JudgeSpec.from_dict({**MINIMAL, "template": "{{json}} {query} / {document}"})
-    assert spec.prompt.render("q", "d") == "{json} q / d" and spec.public()["template"] == "inline"
+    assert spec.prompt.render("q", "d") == "{json} <query>\nq\n</query> / <passage>\nd\n</passage>"
+    assert spec.public()["template"] == "inline"
 
 
 @pytest.mark.parametrize(("template", "message"), [

@@ -15,7 +15,7 @@ from irforge.judge.backends.llm import REASK, OpenAIChatJudge
 from irforge.judge.base import JudgePair, Verdict, identity_sha256
 from irforge.judge.errors import JudgeSpecError
 from irforge.judge.spec import JudgeSpec
-from irforge.judge.template import DEFAULT_TEMPLATE
+from irforge.judge.template import DEFAULT_TEMPLATE, SYSTEM_MESSAGE, quoted
 
 # tests/judge/scripted_chat.py, loaded by this folder's conftest.py (no package imports under importlib mode).
 scripted = sys.modules["irforge_judge_tests_scripted_chat"]
@@ -53,8 +53,8 @@ def test_labels_come_from_the_answers_with_the_right_request(make_judge, scripte
     assert len(requests) == 3
     first = requests[0]
     assert first.body["model"] == "scripted-judge" and first.body["temperature"] == 0 and first.body["max_tokens"] == 5
-    assert first.body["messages"] == [{"role": "user", "content": DEFAULT_TEMPLATE.format(
-        query=pairs[0].query, document=pairs[0].document)}]
+    assert first.body["messages"] == [{"role": "system", "content": SYSTEM_MESSAGE}, {"role": "user", "content": (
+        DEFAULT_TEMPLATE.format(query=quoted(pairs[0].query, "query"), document=quoted(pairs[0].document, "passage")))}]
     assert first.authorization == f"Bearer {fake_key}"
     identity = judge.identity()
     assert all(j.judge_id == identity_sha256(identity) and j.template_sha256 == identity["template_sha256"]
@@ -70,9 +70,9 @@ def test_unparsed_answers_are_asked_again_then_recorded_unparsed_never_zero(make
     assert "not a label after 3 answer(s)" in judgement.error and "23 is not a label" in judgement.error
     # Re-asked in context: the prompt, the judge's own answer, the follow-up.
     first, second, third = scripted_chat.chat_requests
-    assert second.body["messages"] == [first.body["messages"][0], {"role": "assistant", "content": "relevant"},
+    assert second.body["messages"] == [*first.body["messages"], {"role": "assistant", "content": "relevant"},
                                        {"role": "user", "content": REASK}]
-    assert third.body["messages"][1] == {"role": "assistant", "content": "2 or 3"}
+    assert third.body["messages"][2] == {"role": "assistant", "content": "2 or 3"}
     # Tokens of every answer count, unparsed ones included.
     assert judgement.prompt_tokens == sum(scripted.words(r.conversation) for r in (first, second, third))
     assert judgement.completion_tokens == 1 + 3 + 1   # words of "relevant", "2 or 3", "23"
@@ -206,7 +206,7 @@ def test_unusable_usage_counts_an_estimate_against_the_budget(make_judge, script
     judge = make_judge(max_concurrency=1, token_budget=1, price_per_million_prompt_tokens=1.0)
     with caplog.at_level(logging.WARNING):
         judgements = judge.judge(pairs_of(scifact_pairs, 3))
-    prompt = scripted_chat.chat_requests[0].prompt
+    prompt = "".join(m["content"] for m in scripted_chat.chat_requests[0].body["messages"])
     assert judgements[0].prompt_tokens == -(-len(prompt) // 4) and judgements[0].completion_tokens == 1
     assert judgements[0].cost_usd == pytest.approx(judgements[0].prompt_tokens / 1e6)
     assert [j.verdict for j in judgements] == [Verdict.LABELLED, Verdict.FAILED, Verdict.FAILED]

@@ -362,12 +362,23 @@ def BeirQrels(dataset):
     return BeirDataset.open(dataset).qrels("test")
 
 
+def prompt_parts(prompt: str) -> tuple[str, str]:
+    """(query text, document text) of a "{query}SEPARATOR{document}" prompt: the judge quotes each
+    value between <query>/<passage> lines (irforge.judge.template)."""
+    query, _, document = prompt.partition(SEPARATOR)
+    return query.removeprefix("<query>\n").removesuffix("\n</query>"), \
+        document.removeprefix("<passage>\n").removesuffix("\n</passage>")
+
+
 def slice_texts(dataset) -> tuple[dict[str, str], dict[str, str]]:
-    """(query text -> query id, document text -> doc id) of a BEIR folder, to read a prompt back."""
+    """(query text -> query id, document text -> doc id) of a BEIR folder, to read a prompt back
+    (texts as the prompt quotes them: invisible characters removed)."""
     from irforge.data import BeirDataset
+    from irforge.judge.template import neutralised
 
     source = BeirDataset.open(dataset)
-    return ({q.text: q.query_id for q in source.queries()}, {d.full_text: d.doc_id for d in source.corpus()})
+    return ({neutralised(q.text): q.query_id for q in source.queries()},
+            {neutralised(d.full_text): d.doc_id for d in source.corpus()})
 
 
 def test_qc_with_a_scripted_llm_judge_makes_each_decision_happen(scifact_subset, tmp_path, scripted_chat, llm_spec_file,
@@ -382,7 +393,7 @@ def test_qc_with_a_scripted_llm_judge_makes_each_decision_happen(scifact_subset,
     query_of, doc_of = slice_texts(scifact_subset)
 
     def respond(prompt: str):
-        query_text, _, document = prompt.partition(SEPARATOR)
+        query_text, document = prompt_parts(prompt)
         q, d = query_of[query_text], doc_of[document]
         if qrels[q].get(d, 0) > 0:
             return "0" if q in drop else "3"
@@ -583,7 +594,7 @@ def test_other_splits_stay_as_they_are_and_keep_their_queries(scifact_tiny, tmp_
     some_doc = next(iter(qrels[first]))
     (dataset / "qrels" / "dev.tsv").write_bytes(f"query-id\tcorpus-id\tscore\n{first}\t{some_doc}\t1\r\n".encode())
     query_of, _ = slice_texts(dataset)
-    scripted_chat.responder = lambda prompt: "0" if query_of[prompt.partition(SEPARATOR)[0]] == first else "3"
+    scripted_chat.responder = lambda prompt: "0" if query_of[prompt_parts(prompt)[0]] == first else "3"
     spec = llm_spec_file(template="{query}" + SEPARATOR + "{document}")
     summary = run_qc(dataset, tmp_path / "qc", tmp_path / "store.sqlite3", "--judge", str(spec), depth=10)
 

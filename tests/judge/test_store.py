@@ -90,11 +90,12 @@ def test_only_labels_are_reused_and_the_latest_wins(store):
     assert store.count(JUDGE_ID) == 4 and store.count(verdict=Verdict.FAILED) == 1
 
 
-def test_a_bad_batch_writes_nothing(store):
+def test_a_bad_judgement_is_skipped_and_the_rest_of_its_batch_written(store, caplog):
     good, bad = judgement(PAIRS[0]), judgement(PAIRS[1], Verdict.FAILED, label=2)   # a FAILED verdict with a label
-    with pytest.raises(JudgeStoreError, match="nothing of this batch was written"):
-        store.record([good, bad], PAIRS[:2], IDENTITY)
-    assert store.count() == 0
+    saved = store.record([bad, good], PAIRS[1::-1], IDENTITY)
+    # The good one was paid for: it is kept (issue 24), the bad one comes back unrecorded, said in the log.
+    assert saved[0].record_id is None and saved[1].record_id is not None and store.count() == 1
+    assert "not recorded" in caplog.text
     with pytest.raises(JudgeStoreError, match="judge_id"):
         store.record([replace(good, judge_id="x" * 64)], PAIRS[:1], IDENTITY)
 

@@ -74,6 +74,7 @@ def _job_using(name: str, dataset: str, files: dict[str, str]) -> JobSpec:
         "judge": {"fill_holes": 5, "judge": files["judge.yaml"]},
         "thresholds": {"fill_holes": 5, "thresholds": files["thresholds.json"]},
         "relevant_from": {"fill_holes": 5, "relevant_from": 3},
+        "flagged": {"fill_holes": 5, "flagged": "label"},
         "instruction_template": {"instruction_template": "{instruction} {query}"},
         "robustness_k": {"robustness_k": 5},
     }
@@ -107,6 +108,10 @@ def test_every_option_is_taken_by_a_job_or_refused_as_the_services(leaf, tmp_pat
         assert f"'pipeline.{leaf.dotted}' ({leaf.info.flag})" in str(error.value) and SERVICES_REASON in str(error.value)
         return
     assert leaf.info.flag not in DOCUMENTED_REFUSED
+    if name == "second_judge":   # a second judge for flagged holes runs from judge-holes and eval only, so far
+        with pytest.raises(JobSpecError, match="not available for orchestrator jobs"):
+            JobSpec.of(dataset=dataset, fill_holes=5, flagged="second-judge", second_judge=files["judge.yaml"]).validate()
+        return
     spec = _job_using(name, dataset, files).validate()
     assert name in _changed_names(spec.pipeline), f"the case for {name} does not set it"
     assert JobSpec.from_proto(spec.to_proto()) == spec

@@ -47,7 +47,8 @@ def measures_of(config: PipelineConfig, use: str = "eval") -> tuple[str, ...]:
 
 def judge_choice(config: PipelineConfig) -> JudgeChoice:
     holes = config.holes
-    return JudgeChoice(judge=holes.judge, store=holes.store, thresholds=holes.thresholds, relevant_from=holes.relevant_from)
+    return JudgeChoice(judge=holes.judge, store=holes.store, thresholds=holes.thresholds, relevant_from=holes.relevant_from,
+                       flagged=holes.flagged, second_judge=holes.second_judge)
 
 
 def open_pipeline(config: PipelineConfig, stack: ExitStack):

@@ -4,6 +4,7 @@ thresholds and the relevance cut); the report is holes.json's content."""
 
 from __future__ import annotations
 
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,17 +24,34 @@ class JudgeChoice:
     store: str | None = None                # the judgement store (default: $IRFORGE_JUDGE_STORE or the user data dir)
     thresholds: str | None = None           # the embedded judge's thresholds file
     relevant_from: int = DEFAULT_RELEVANT_FROM
+    flagged: str = "leave"                  # holes whose texts address the judge: leave, second-judge, label
+    second_judge: str | None = None         # the judge spec for them under second-judge
 
     def check(self) -> None:
-        """UsageError for a judge that is neither 'embedded' nor an existing file (before any work)."""
+        """UsageError for a judge that is neither 'embedded' nor an existing file, or a flagged
+        policy that cannot run (before any work)."""
+        from irforge.config.rules import flagged_problem
+
         if self.judge != "embedded" and not Path(self.judge).is_file():
             raise UsageError(f"--judge {self.judge}: neither 'embedded' nor an existing judge spec file")
+        if problem := flagged_problem(self):
+            raise UsageError(problem)
+        if self.second_judge and self.second_judge != "embedded" and not Path(self.second_judge).is_file():
+            raise UsageError(f"--second-judge {self.second_judge}: neither 'embedded' nor an existing judge spec file")
 
     def open(self):
         from irforge.judge.factory import open_judge
 
         return open_judge(self.judge, Path(self.store) if self.store else None,
                           thresholds_path=Path(self.thresholds) if self.thresholds else None)
+
+    def open_second(self):
+        """The second judge (the same store), or None unless the policy is second-judge."""
+        from irforge.judge.factory import open_judge
+
+        if self.flagged != "second-judge":
+            return None
+        return open_judge(self.second_judge, Path(self.store) if self.store else None)
 
 
 def fill_holes(choice: JudgeChoice, dataset: Path, run_path: Path, out: Path, depth: int, split: str, measures,
@@ -43,11 +61,14 @@ def fill_holes(choice: JudgeChoice, dataset: Path, run_path: Path, out: Path, de
     from irforge.judge.holes import HoleFiller, HoleSettings, write_outputs
 
     settings = HoleSettings(depth=depth, relevant_from=choice.relevant_from, drop_identical_ids=drop_identical,
-                            measures=tuple(measures or DEFAULT_MEASURES))
+                            measures=tuple(measures or DEFAULT_MEASURES), flagged=choice.flagged)
     run = read_trec_run(run_path).run
-    with choice.open() as core:
-        report, labelled, _ = HoleFiller(core, settings, tqdm_progress).run(dataset, run, split,
-                                                                            run_name=run_name or str(run_path))
+    with choice.open() as core, ExitStack() as stack:
+        second = choice.open_second()
+        if second is not None:
+            stack.enter_context(second)
+        report, labelled, _ = HoleFiller(core, settings, tqdm_progress, second_judge=second).run(
+            dataset, run, split, run_name=run_name or str(run_path))
         report["store"] = str(core.store.path) if core.store is not None else None
     write_outputs(out, report, labelled, report_name)
     return report
@@ -58,6 +79,7 @@ def judge_holes(dataset: str | Path, run: str | Path, *, depth: int, out: str | 
     """`irforge judge-holes`: check the options (UsageError before any judging), judge the holes of
     the run's top `depth`, write holes.json and the judged layer into OUT as one set; returns the
     report (as in holes.json)."""
+    from irforge.judge.flagged import FLAGGED_FILE
     from irforge.judge.holes import JUDGED_QRELS, PROVENANCE, REPORT
 
     out = Path(out)
@@ -67,7 +89,7 @@ def judge_holes(dataset: str | Path, run: str | Path, *, depth: int, out: str | 
     check_output_folder(out)  # before judging, not when the paid-for labels cannot be written
     check_outside(out, {"--dataset": dataset, "--store": choice.store})
     # The report and the layer it describes change together (other files in OUT are kept).
-    with OutputSet(out, replaces=(REPORT, JUDGED_QRELS, PROVENANCE)) as staging:
+    with OutputSet(out, replaces=(REPORT, JUDGED_QRELS, PROVENANCE, FLAGGED_FILE)) as staging:
         return fill_holes(choice, Path(dataset), Path(run), staging, depth, split, measures, not keep_identical_ids, REPORT)
 
 

@@ -17,7 +17,7 @@ from irforge.config import ConfigError, PipelineConfig
 
 # The options of eval-instructions only, and of eval only.
 INSTRUCTION_OPTIONS = ("instruction_template", "robustness_k")
-EVAL_ONLY_OPTIONS = ("fill_holes", "judge", "store", "thresholds", "relevant_from")
+EVAL_ONLY_OPTIONS = ("fill_holes", "judge", "store", "thresholds", "relevant_from", "flagged", "second_judge")
 
 
 def add_parser(subparsers) -> None:

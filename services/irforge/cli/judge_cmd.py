@@ -14,6 +14,8 @@ import textwrap
 from pathlib import Path
 
 from irforge.app.holes import EXIT_NOT_ALL_JUDGED
+from irforge.cli.options import add_config_options
+from irforge.config import HolesConfig, PipelineConfig
 from irforge.common.redact import redact_text
 from irforge.evaluator.measures import DEFAULT_MEASURES
 from irforge.judge.base import DEFAULT_RELEVANT_FROM
@@ -48,6 +50,9 @@ def add_parser(subparsers) -> None:
     holes.add_argument("--keep-identical-ids", action="store_true",
                        help="keep retrieved documents whose id equals the query id (BEIR drops them; default: drop)")
     add_judge_arguments(holes)
+    # --flagged and --second-judge: declared once, in the pipeline's HolesConfig (eval --fill-holes has them too).
+    add_config_options(holes, PipelineConfig, sections=("holes",),
+                       exclude=("fill_holes", "judge", "store", "thresholds", "relevant_from"))
     holes.set_defaults(handler=run_holes)
 
     calibrate = subparsers.add_parser(
@@ -111,8 +116,11 @@ def add_audit_parser(subparsers) -> None:
 def judge_choice(args: argparse.Namespace):
     from irforge.app.holes import JudgeChoice
 
+    holes = HolesConfig()   # judge-calibrate has no --flagged; argparse checked the choices
     return JudgeChoice(judge=args.judge, store=str(args.store) if args.store else None,
-                       thresholds=str(args.thresholds) if args.thresholds else None, relevant_from=args.relevant_from)
+                       thresholds=str(args.thresholds) if args.thresholds else None, relevant_from=args.relevant_from,
+                       flagged=getattr(args, "flagged", holes.flagged),
+                       second_judge=getattr(args, "second_judge", holes.second_judge))
 
 
 def run_holes(args: argparse.Namespace) -> int:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from irforge.common.files import TEMPORARY, NoSpaceLeft, is_disk_full, remove_stale_temporaries, temporary_name, writing
 
-EVAL_SET = ("results.json", "run.trec", "qrels.judged.tsv", "qrels.judged.provenance.jsonl")
+EVAL_SET = ("results.json", "run.trec", "qrels.judged.tsv", "qrels.judged.provenance.jsonl", "flagged.tsv")
 
 
 class OutputFolderError(ValueError):

@@ -26,6 +26,7 @@ K1_RANGE = (0.0, 10.0)
 B_RANGE = (0.0, 1.0)
 RRF_K_RANGE = (0.0, 1e6)
 HNSW_MINIMUMS = {"m": 2, "ef_construct": 4, "ef_search": 1}
+FLAGGED_POLICIES = ("leave", "second-judge", "label")   # irforge.judge.flagged.POLICIES (config imports no room)
 
 
 def _weights(text: str) -> tuple[float, ...]:
@@ -202,6 +203,12 @@ class HolesConfig:
     thresholds: str | None = option(None, "--thresholds", "embedded judge thresholds file (default "
                                     "$IRFORGE_JUDGE_THRESHOLDS, the user data dir, else the built-in ones)")
     relevant_from: int = option(2, "--relevant-from", "judge labels at or above this count as relevant", choices=(1, 2, 3))
+    flagged: str = option("leave", "--flagged", "holes whose document or query addresses the judge (an instruction, a "
+                          "dictated label, chat markup; irforge.screening): 'leave' them unlabelled, listed in "
+                          "flagged.tsv for review; send them to a 'second-judge' (--second-judge); or 'label' them like "
+                          "any hole", choices=FLAGGED_POLICIES)
+    second_judge: str | None = option(None, "--second-judge", "judge spec YAML that judges the flagged holes under "
+                                      "--flagged second-judge (its labels' provenance names it)", metavar="FILE")
 
 
 @dataclass(frozen=True)

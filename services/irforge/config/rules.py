@@ -86,6 +86,9 @@ RULES: dict[str, Rule] = {
     "judge": (lambda c: c.holes.depth is not None, "the judge fills holes: give --fill-holes K"),
     "thresholds": (lambda c: c.holes.depth is not None, "the judge fills holes: give --fill-holes K"),
     "relevant_from": (lambda c: c.holes.depth is not None, "the judge fills holes: give --fill-holes K"),
+    "flagged": (lambda c: c.holes.depth is not None, "the judge fills holes: give --fill-holes K"),
+    "second_judge": (lambda c: c.holes.depth is not None and c.holes.flagged == "second-judge",
+                     "only --flagged second-judge sends the flagged holes to a second judge (and --fill-holes K)"),
     "elasticsearch_url": (lambda c: (_bm25(c) and c.bm25.backend == "elasticsearch")
                           or (_vectors(c) and c.vectors.backend == "elasticsearch"),
                           "nothing here uses Elasticsearch (--backend elasticsearch or --vector-backend elasticsearch)"),
@@ -111,6 +114,8 @@ def validate(config: PipelineConfig, use: str = "eval") -> PipelineConfig:
 
 
 def _check_combinations(config: PipelineConfig, use: str) -> None:
+    if config.holes.depth is not None and (problem := flagged_problem(config.holes, use)):
+        raise ConfigError(problem)
     if len(config.rerank.chosen) > 1:
         raise ConfigError("choose one of --reranker, --reranker-endpoint, --listwise-llm")
     if config.rerank.listwise_llm and not config.rerank.listwise_model:
@@ -123,6 +128,19 @@ def _check_combinations(config: PipelineConfig, use: str) -> None:
     if (config.vectors.backend == "elasticsearch" and not config.sparse and config.retriever in ("dense", "hybrid")
             and config.endpoint.spec is None):
         raise ConfigError(sparse_only(config.vectors.backend))
+
+
+def flagged_problem(holes, use: str = "eval") -> str | None:
+    """What is wrong with the flagged-holes policy of a HolesConfig (also `irforge judge-holes`'s check)."""
+    if holes.flagged == "second-judge" and not holes.second_judge:
+        return "--flagged second-judge needs --second-judge FILE (the judge spec that judges the flagged holes)"
+    if holes.second_judge and holes.flagged != "second-judge":
+        return (f"--second-judge {holes.second_judge} does not apply here: only --flagged second-judge sends the "
+                "flagged holes to a second judge")
+    if holes.flagged == "second-judge" and use == "job":
+        return ("--flagged second-judge is not available for orchestrator jobs yet; use 'leave' (review flagged.tsv) "
+                "or run irforge judge-holes on the job's run")
+    return None
 
 
 def sparse_only(backend: str) -> str:

@@ -12,7 +12,14 @@ are judged. Outputs, all written atomically, holes.json last:
 - qrels.judged.provenance.jsonl: one record per data line of qrels.judged.tsv (same order,
   `line` = its line number in the file): the judge's own 0-3 label, the judgement store's
   record_id, judge identity hash, raw output.
-- holes.json: counts, cost, the label mapping, metrics before and after with Judged@k and Hole@k.
+- holes.json: counts, cost, the label mapping, metrics before and after with Judged@k and Hole@k,
+  and `screening`: how many holes were flagged for text addressed to the judge (judge/flagged.py).
+- flagged.tsv: the flagged holes for a person to review (only when some were flagged).
+
+Screening: before judging, every hole's document and query go through irforge.screening; a
+flagged pair is not sent to the judge and gets no label unless the `flagged` policy says
+otherwise (second-judge, label; see judge/flagged.py). Every path that fills holes (judge-holes,
+eval --fill-holes, the orchestrator's judge step, local or through the judge service) comes here.
 
 How judge labels (0-3) join human labels (the dataset's scale, SciFact 0/1, NFCorpus 0/1/2):
 labels below relevant_from become 0; labels from relevant_from up spread over the dataset's
@@ -41,8 +48,9 @@ from irforge.data import BeirDataset
 from irforge.data.types import Qrels, Run
 from irforge.evaluator.core import EvaluationOptions, Evaluator, drop_identical_ids
 from irforge.evaluator.measures import DEFAULT_MEASURES, parse_measures
-from irforge.judge.base import DEFAULT_RELEVANT_FROM, Judgement, JudgePair
+from irforge.judge.base import DEFAULT_RELEVANT_FROM, Judgement, JudgeOutcome, JudgePair, JudgeStats
 from irforge.judge.errors import JudgeError
+from irforge.judge.flagged import POLICIES, finding_by_pair, flagged_rows, screen_holes, screening_report, write_flagged
 from irforge.ranking import ranked, top_k
 
 JUDGED_QRELS = "qrels.judged.tsv"
@@ -61,12 +69,15 @@ class HoleSettings:
     relevant_from: int = DEFAULT_RELEVANT_FROM
     drop_identical_ids: bool = True
     measures: tuple[str, ...] = DEFAULT_MEASURES
+    flagged: str = "leave"      # what happens to holes whose texts address the judge (judge/flagged.py)
 
     def __post_init__(self):
         if isinstance(self.depth, bool) or not isinstance(self.depth, int) or self.depth < 1:
             raise HolesError(f"--depth must be a positive whole number, got {self.depth!r}")
         if self.relevant_from not in (1, 2, 3):
             raise HolesError(f"--relevant-from must be 1, 2 or 3 (a label on the judge's 0-3 scale), got {self.relevant_from!r}")
+        if self.flagged not in POLICIES:
+            raise HolesError(f"--flagged must be one of {', '.join(POLICIES)}, got {self.flagged!r}")
 
     def evaluated_measures(self) -> list[str]:
         extra = [f"Judged@{self.depth}"] if f"Judged@{self.depth}" not in self.measures else []
@@ -118,10 +129,14 @@ def _texts(dataset: BeirDataset, doc_ids: set[str]) -> dict[str, str]:
 class HoleFiller:
     """Finds, judges and evaluates; `run()` returns the report and the judged layer."""
 
-    def __init__(self, core, settings: HoleSettings = HoleSettings(), progress: ProgressFactory = no_progress):
+    def __init__(self, core, settings: HoleSettings = HoleSettings(), progress: ProgressFactory = no_progress,
+                 second_judge=None):
         self.core = core            # a JudgeCore (or its client): judge(pairs, progress) -> JudgeOutcome
         self.settings = settings
         self.progress = progress
+        self.second_judge = second_judge    # judges the flagged holes under the second-judge policy
+        if (settings.flagged == "second-judge") != (second_judge is not None):
+            raise HolesError("--flagged second-judge and --second-judge FILE go together")
 
     def run(self, dataset_dir: Path, run: Run, split: str = "test", run_name: str = "run") -> tuple[dict, list[Judgement], Qrels]:
         settings = self.settings
@@ -145,12 +160,7 @@ class HoleFiller:
             raise HolesError(f"{run_name}: query {missing[0][0]!r} retrieved document {missing[0][1]!r}, which is not "
                              f"in {dataset.corpus_path} ({len(missing)} such holes)")
         pairs = [JudgePair(q, queries[q], d, documents[d]) for q, d in holes]
-
-        bar = self.progress(f"judging {len(pairs)} holes", len(pairs), "pair")
-        try:
-            outcome = self.core.judge(pairs, bar.update)
-        finally:
-            bar.close()
+        outcome, screening = self._judge(pairs)
 
         top_level = max((level for judged in eval_qrels.values() for level in judged.values()), default=1)
         mapping = judge_to_dataset_scale(settings.relevant_from, top_level)
@@ -186,6 +196,7 @@ class HoleFiller:
                            "tie_rule": "score descending, then document id descending (trec_eval)"},
             "not_labelled": [{"query_id": j.query_id, "doc_id": j.doc_id, "verdict": j.verdict.value, "error": j.error}
                              for j in not_labelled[:MAX_LISTED]],
+            "screening": screening,
             "versions": package_versions(["pytrec_eval-terrier", "sentence-transformers", "openai"]),
             "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         }
@@ -193,6 +204,34 @@ class HoleFiller:
         if encoding is not None:  # the embedded judge's work: texts encoded vs reused from the embedding cache
             report["encoding"] = encoding.as_dict()
         return report, labelled, layer
+
+    def _judge(self, pairs: list[JudgePair]) -> tuple[JudgeOutcome, dict]:
+        """Screen, then judge what the policy sends to each judge; one outcome (stats summed) and
+        the report's `screening` section."""
+        policy = self.settings.flagged
+        screened = screen_holes(pairs)
+        flagged = [f.pair for f in screened.flagged]
+        first = pairs if policy == "label" else screened.clean
+        second = flagged if policy == "second-judge" else []
+        bar = self.progress(f"judging {len(first) + len(second)} holes ({len(flagged)} flagged)",
+                            len(first) + len(second), "pair")
+        try:
+            outcome = self.core.judge(first, bar.update)
+            if second:
+                extra = self.second_judge.judge(second, bar.update)
+                outcome = JudgeOutcome(outcome.judgements + extra.judgements, _summed(outcome.stats, extra.stats))
+        finally:
+            bar.close()
+        flagged_keys = {(p.query_id, p.doc_id) for p in flagged}
+        rows = flagged_rows(screened, policy, (j for j in outcome.judgements
+                                               if j.is_label and (j.query_id, j.doc_id) in flagged_keys))
+        second_identity = ({**self.second_judge.identity(), "judge_id": self.second_judge.judge_id}
+                           if self.second_judge is not None else None)
+        return outcome, screening_report(rows, policy, len(pairs), self.settings.relevant_from, second_identity)
+
+
+def _summed(first: JudgeStats, second: JudgeStats) -> JudgeStats:
+    return JudgeStats(**{name: getattr(first, name) + getattr(second, name) for name in JudgeStats.__dataclass_fields__})
 
 
 def not_all_judged(report: dict) -> str:
@@ -204,25 +243,29 @@ def not_all_judged(report: dict) -> str:
             "they are not in the judged layer (run again to retry them)")
 
 
-def _provenance(line: int, judgement: Judgement, level: int) -> dict:
+def _provenance(line: int, judgement: Judgement, level: int, flagged: dict | None) -> dict:
+    screening = None if flagged is None else {key: flagged[key] for key in ("field", "rule", "phrase", "action")}
     return {"line": line, "query_id": judgement.query_id, "doc_id": judgement.doc_id, "score": level,
             "label": judgement.label, "record_id": judgement.record_id, "judge_id": judgement.judge_id,
             "backend": judgement.backend, "model": judgement.model, "template_sha256": judgement.template_sha256,
             "raw_output": judgement.raw_output, "judge_score": judgement.score,
-            "created_at": judgement.created_at, "from_store": judgement.from_store}
+            "created_at": judgement.created_at, "from_store": judgement.from_store, "screening": screening}
 
 
 def write_outputs(out_dir: Path, report: dict, labelled: Iterable[Judgement], report_name: str | None = REPORT) -> dict:
     """qrels.judged.tsv + its provenance sidecar (or neither, removing stale ones, when nothing was
-    labelled), then the report (unless report_name is None). Returns the file names written."""
+    labelled), flagged.tsv (or none), then the report (unless report_name is None). Returns the file
+    names written."""
     out_dir = Path(out_dir)
     mapping = {int(label): level for label, level in report["label_mapping"].items()}
     labelled = sorted(labelled, key=lambda j: (j.query_id, j.doc_id))
+    flagged = finding_by_pair(report)
     files = {"judged_qrels": None, "provenance": None}
     if labelled:
         with atomic_write(out_dir / PROVENANCE) as handle:
             for line, judgement in enumerate(labelled, start=2):  # line 1 is the header
-                handle.write(json.dumps(_provenance(line, judgement, mapping[judgement.label]), ensure_ascii=False) + "\n")
+                record = _provenance(line, judgement, mapping[judgement.label], flagged.get((judgement.query_id, judgement.doc_id)))
+                handle.write(json.dumps(record, ensure_ascii=False) + "\n")
         with atomic_write(out_dir / JUDGED_QRELS) as handle:
             handle.write("query-id\tcorpus-id\tscore\n")
             handle.writelines(f"{j.query_id}\t{j.doc_id}\t{mapping[j.label]}\n" for j in labelled)
@@ -230,6 +273,7 @@ def write_outputs(out_dir: Path, report: dict, labelled: Iterable[Judgement], re
     else:
         for name in (JUDGED_QRELS, PROVENANCE):  # a stale layer from an earlier run would lie
             (out_dir / name).unlink(missing_ok=True)
+    files["flagged"] = write_flagged(out_dir, report)
     report["files"] = files
     if report_name is not None:
         write_json_atomic(out_dir / report_name, _finite(report))

@@ -20,6 +20,15 @@ yesterday says nothing about the pair, and an unparsed answer may parse on a sec
 Where: --store PATH, else $IRFORGE_JUDGE_STORE, else platformdirs.user_data_dir("irforge")/
 judge/judgements.sqlite3 (a data dir, not a cache dir: labels cost money and are evidence).
 
+Bounded (issue 24: an answer claiming 10**30 prompt tokens raised OverflowError here and the 41
+answers of its batch, already paid for, were lost): every number is brought within SQLite's range
+before it is written (counts clamped to 0..2**63-1, a cost that is not a finite number recorded
+as 0, a score that is not finite as none), each with a warning; a row SQLite still refuses is
+skipped with a warning (its judgement comes back without a record_id) and the rest of the batch
+is written. An answer's raw text is kept up to MAX_RAW_CHARS characters, then its length and
+sha256 (5 MB answers grew the store by 5 MB a pair); the same long answer for the same pair and
+judge on a re-run points at the record that holds it instead of being stored again.
+
 Concurrency: WAL mode; one connection per thread; several processes may share the file (SQLite
 serialises writers, a busy timeout makes them wait). Each record() is one transaction: after it
 returns the rows survive a kill; a kill during it leaves none of them.
@@ -27,7 +36,10 @@ returns the rows survive a kill; a kill during it leaves none of them.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import logging
+import math
 import os
 import sqlite3
 from collections.abc import Sequence
@@ -46,7 +58,11 @@ from irforge.judge.base import (
 )
 from irforge.judge.errors import JudgeStoreError
 
+log = logging.getLogger(__name__)
+
 STORE_ENV = "IRFORGE_JUDGE_STORE"
+MAX_INTEGER = 2**63 - 1     # SQLite's INTEGER
+MAX_RAW_CHARS = 4096        # of an answer's raw text kept in the store (then its length and sha256)
 SCHEMA_VERSION = 1
 BUSY_TIMEOUT_S = 60.0
 LOOKUP_CHUNK = 300          # keys per lookup query (3 host parameters each; SQLite allows 32766)
@@ -234,18 +250,7 @@ class JudgementStore:
                 connection.execute("INSERT OR IGNORE INTO judges (judge_id, identity) VALUES (?, ?)",
                                    (judge_id, json.dumps(identity, sort_keys=True)))
                 for judgement, pair in zip(judgements, pairs):
-                    if judgement.from_store:
-                        saved.append(judgement)
-                        continue
-                    query_sha256, document_sha256 = pair_key(pair)
-                    cursor = connection.execute(
-                        f"INSERT INTO judgements ({', '.join(_COLUMNS[1:])}) VALUES ({', '.join('?' * (len(_COLUMNS) - 1))})",
-                        (query_sha256, document_sha256, judge_id, judgement.query_id, judgement.doc_id,
-                         judgement.verdict.value, judgement.label, judgement.score, judgement.raw_output,
-                         judgement.backend, judgement.model, judgement.template_sha256, judgement.calls,
-                         judgement.prompt_tokens, judgement.completion_tokens, judgement.cost_usd,
-                         judgement.error, judgement.created_at))
-                    saved.append(replace(judgement, record_id=cursor.lastrowid))
+                    saved.append(judgement if judgement.from_store else self._insert(connection, judgement, pair, judge_id))
                 connection.execute("COMMIT")
             except BaseException:
                 connection.execute("ROLLBACK")
@@ -257,6 +262,78 @@ class JudgementStore:
             raise JudgeStoreError(f"judgement store {self.path}: writing failed ({error}); nothing of this batch "
                                   f"was written") from None
         return saved
+
+    def _insert(self, connection: sqlite3.Connection, judgement: Judgement, pair: JudgePair, judge_id: str) -> Judgement:
+        """One row in its own savepoint: a row SQLite refuses is skipped (warned, no record_id), the
+        batch goes on."""
+        query_sha256, document_sha256 = pair_key(pair)
+        where = f"judgement of (query {judgement.query_id}, document {judgement.doc_id})"
+        connection.execute("SAVEPOINT one_row")
+        try:
+            raw = self._raw_to_store(connection, judgement.raw_output, (query_sha256, document_sha256, judge_id))
+            cursor = connection.execute(
+                f"INSERT INTO judgements ({', '.join(_COLUMNS[1:])}) VALUES ({', '.join('?' * (len(_COLUMNS) - 1))})",
+                (query_sha256, document_sha256, judge_id, judgement.query_id, judgement.doc_id,
+                 judgement.verdict.value, judgement.label, _finite_or_none(judgement.score, "score", where), raw,
+                 judgement.backend, judgement.model, judgement.template_sha256, _count(judgement.calls, "calls", where),
+                 _count(judgement.prompt_tokens, "prompt_tokens", where),
+                 _count(judgement.completion_tokens, "completion_tokens", where),
+                 _cost(judgement.cost_usd, where), judgement.error, judgement.created_at))
+        except (sqlite3.IntegrityError, sqlite3.InterfaceError, OverflowError, ValueError, TypeError) as error:
+            connection.execute("ROLLBACK TO one_row")
+            connection.execute("RELEASE one_row")
+            log.warning("judgement store %s: %s not recorded (%s: %s); the other judgements of the batch are",
+                        self.path, where, type(error).__name__, error)
+            return judgement
+        connection.execute("RELEASE one_row")
+        # The answer as stored goes on too: a 5 MB raw text need not travel in a gRPC reply or a report.
+        return replace(judgement, record_id=cursor.lastrowid, raw_output=raw)
+
+    @staticmethod
+    def _raw_to_store(connection: sqlite3.Connection, raw: str, key: tuple[str, str, str]) -> str:
+        """The answer as stored: whole when short; else its start, length and sha256, or (the same
+        long answer already stored for this pair and judge) a pointer to that record."""
+        if len(raw) <= MAX_RAW_CHARS:
+            return raw
+        digest = hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()
+        marker = f"{len(raw):,} characters in all, sha256 {digest}]"
+        row = connection.execute(
+            "SELECT record_id FROM judgements WHERE query_sha256 = ? AND document_sha256 = ? AND judge_id = ? "
+            "AND raw_output LIKE ? ORDER BY record_id LIMIT 1", (*key, "%" + marker)).fetchone()
+        if row is not None:
+            return f"[the same answer as record {row[0]}: {marker}"
+        return f"{raw[:MAX_RAW_CHARS]}\n[... cut by the judgement store: {marker}"
+
+
+def _count(value, name: str, where: str) -> int:
+    """A whole number SQLite can hold: clamped to 0..MAX_INTEGER, with a warning."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        log.warning("judgement store: %s has %s = %r, not a whole number; recorded as 0", where, name, value)
+        return 0
+    if 0 <= value <= MAX_INTEGER:
+        return value
+    bounded = min(max(value, 0), MAX_INTEGER)
+    log.warning("judgement store: %s has %s = %s, outside 0..2**63-1; recorded as %d", where, name,
+                f"{value:.3g}" if abs(value) < 10**300 else "a huge number", bounded)
+    return bounded
+
+
+def _cost(value, where: str) -> float:
+    try:
+        amount = float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else math.nan
+    except OverflowError:
+        amount = math.inf
+    if math.isfinite(amount) and amount >= 0:
+        return amount
+    log.warning("judgement store: %s has cost_usd = %r, not a finite amount; recorded as 0", where, value)
+    return 0.0
+
+
+def _finite_or_none(value, name: str, where: str) -> float | None:
+    if value is None or (isinstance(value, (int, float)) and math.isfinite(value)):
+        return value
+    log.warning("judgement store: %s has %s = %r, not a finite number; recorded as none", where, name, value)
+    return None
 
 
 def _judgement(row: sqlite3.Row) -> Judgement:

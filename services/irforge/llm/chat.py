@@ -10,7 +10,8 @@ off: RobustCaller is the one retry policy), a concurrency slot per request in fl
 (`max_concurrency`), the request and token budgets (checked before every request, retries
 included), a stop once the endpoint refuses a key or model (401/403/404: every later request
 would be refused the same way), token usage (the answer's `usage`, or characters / 4 when it has
-none, said once in the log) and its cost at the spec's prices.
+none, or a count that is not a whole number from 0 to MAX_USAGE_TOKENS, said once in the log) and
+its cost at the spec's prices.
 
 A reply is the assistant's text, or a `problem` when the 200 is not a usable chat completion
 (no choices, no content, a body that is not JSON): an answer to re-ask, not a transport failure.
@@ -37,6 +38,7 @@ from irforge.llm.errors import ChatErrors
 
 log = logging.getLogger(__name__)
 
+MAX_USAGE_TOKENS = 10**9             # per answer; beyond any model's context, so a broken count
 REFUSING_STATUSES = (401, 403, 404)   # bad key, no access, unknown model: every request would get the same
 
 
@@ -191,4 +193,6 @@ class ChatEndpoint:
 
 
 def _count(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    """A usable token count: a whole number from 0 to MAX_USAGE_TOKENS (more is no real answer's
+    usage: 10**30 once overflowed the judgement store and lost a batch of paid answers)."""
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_USAGE_TOKENS

@@ -221,7 +221,7 @@ def judge_holes(ctx: StepContext) -> dict:
     spec, out_dir = ctx.spec, ctx.results_dir
     final = final_stage_output(ctx)
     config = spec.pipeline
-    settings = HoleSettings(depth=config.holes.depth, relevant_from=config.holes.relevant_from,
+    settings = HoleSettings(depth=config.holes.depth, relevant_from=config.holes.relevant_from, flagged=config.holes.flagged,
                             drop_identical_ids=not config.evaluation.keep_identical_ids, measures=spec.measures)
     judge, where = ctx.judge()
     report, labelled, _ = HoleFiller(judge, settings, ctx.progress).run(

@@ -142,11 +142,23 @@ def holes_lines(report: dict) -> list[str]:
     lines = ["", f"{_one(report['dataset'])} · {_one(report['split'])} · holes in the top {depth}: {report['holes']} · judged "
                  f"{report['judged']} ({report['from_store']} from the store) · judge calls {report['judge_calls']}{note} · "
                  f"unparsed {report['unparsed']} · failed {report['failed']}"]
+    lines += screening_lines(report.get("screening"))
     before, after = report["metrics_before"], report["metrics_after"]
     width = max(len(_one(name)) for name in before)
     lines.append(f"{'measure':<{width}}  before   after")
     lines += [f"{_one(name):<{width}}  {before[name]:.4f}  {after[name]:.4f}" for name in before]
     return lines
+
+
+def screening_lines(screening: dict | None) -> list[str]:
+    """How many holes addressed the judge and what became of them (judge/flagged.py)."""
+    if not screening or not screening["flagged"]:
+        return []
+    fate = {"leave": "not labelled: review flagged.tsv", "label": "labelled by the judge as any hole",
+            "second-judge": "sent to the second judge"}[screening["policy"]]
+    first = screening["examples"][0]
+    return [f"flagged {screening['flagged']} of {screening['screened']} holes whose text addresses the judge ({fate}; {screening['flagged_labelled']} labelled, {screening['flagged_relevant']} relevant) · "
+            f"e.g. {first['query_id']}/{first['doc_id']} {first['rule']}: {first['phrase'][:60]!r}"]
 
 
 def qc_lines(summary: dict) -> list[str]:

@@ -3,8 +3,9 @@
     judge = OpenAIChatJudge(JudgeSpec.from_file("judge.yaml"))
     judgements = judge.judge(pairs)          # one Judgement per pair, in order; never raises per pair
 
-Each pair is one prompt (the spec's template) sent as a single user message; the answer must
-be exactly one label 0-3 (irforge.judge.parsing). An answer that is not one is re-asked as a
+Each pair is one request: a system message saying the judged texts are data, never instructions,
+then the spec's template as the user message with the query and the passage quoted in it
+(irforge.judge.template); the answer must be exactly one label 0-3 (irforge.judge.parsing). An answer that is not one is re-asked as a
 follow-up turn (the prompt, the judge's own answer, then REASK): asking the identical prompt again
 at temperature 0 would mostly get the identical answer back. What governs the calls:
 
@@ -122,7 +123,7 @@ class OpenAIChatJudge:
     # -- one pair ---------------------------------------------------------------------------
     def _judge_pair(self, caller: RobustCaller, pair: JudgePair, position: str) -> Judgement:
         what = f"judge request for {position} (query {pair.query_id}, document {pair.doc_id})"
-        first = [{"role": "user", "content": self.spec.prompt.render(pair.query, pair.document)}]
+        first = self.spec.prompt.messages(pair.query, pair.document)
         messages = first
         tally = Tally()
         answered, reply = False, Reply("")
