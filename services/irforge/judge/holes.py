@@ -52,6 +52,7 @@ from irforge.judge.base import DEFAULT_RELEVANT_FROM, Judgement, JudgeOutcome, J
 from irforge.judge.errors import JudgeError
 from irforge.judge.flagged import POLICIES, finding_by_pair, flagged_rows, screen_holes, screening_report, write_flagged
 from irforge.ranking import ranked, top_k
+from irforge.results.reading import read_results
 
 JUDGED_QRELS = "qrels.judged.tsv"
 PROVENANCE = "qrels.judged.provenance.jsonl"
@@ -286,7 +287,7 @@ def join_results(out_dir: Path, report: dict, results: dict | None = None) -> di
     (read from disk when `results` is not given; written atomically, NaN as null like holes.json)."""
     path = Path(out_dir) / "results.json"
     if results is None:
-        results = json.loads(path.read_text(encoding="utf-8"))
+        results = read_results(path)   # checked as every reader of results.json checks it
     results["holes"] = _finite(report)
     results["files"].update({name: value for name, value in report["files"].items() if value})
     write_json_atomic(path, results)

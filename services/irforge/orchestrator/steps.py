@@ -30,6 +30,7 @@ from irforge.pipeline.retrievers import CorpusTracker
 from irforge.pipeline.retrievers.bm25 import corpus_id_for
 from irforge.pipeline.retrievers.dense import collection_id_for
 from irforge.ranking import Ranking
+from irforge.results.reading import read_results
 
 INGEST, ENCODE, RETRIEVE, RERANK, JUDGE, EVALUATE = ("ingest_lexical", "encode_vectors", "retrieve", "rerank",
                                                      "judge_holes", "evaluate")
@@ -59,7 +60,7 @@ def _instruction_runs(folder: Path) -> list[str] | None:
     path = folder / "results.json"
     if not path.exists():
         return None
-    results = json.loads(path.read_text(encoding="utf-8"))
+    results = read_results(path, required=())
     return run_files(results) if results.get("kind") == "instructions" else None
 
 
@@ -227,7 +228,7 @@ def judge_holes(ctx: StepContext) -> dict:
     report, labelled, _ = HoleFiller(judge, settings, ctx.progress).run(
         Path(spec.dataset), read_run(ctx.job_dir / final["run_file"]), spec.split, run_name=str(out_dir / "run.trec"))
     report["store"] = where
-    results = json.loads((out_dir / "results.json").read_text(encoding="utf-8"))
+    results = read_results(out_dir / "results.json")
     # One new set: results.json with `holes` and the layer it names appear together; run.trec is carried over.
     with OutputSet(out_dir, replaces=("results.json", *LAYER_FILES)) as staging:
         write_outputs(staging, report, labelled, report_name=None)
@@ -339,7 +340,7 @@ def suite(ctx: StepContext) -> dict:
 
     spec = ctx.spec
     outcomes = [DatasetOutcome(label=m.label, dataset=m.dataset, split=m.split, status="evaluated",
-                               results=json.loads((ctx.results_dir / m.label / "results.json").read_text(encoding="utf-8")))
+                               results=read_results(ctx.results_dir / m.label / "results.json"))
                 for m in spec.datasets]
     record = suite_record(spec.name or "suite", spec.split, list(spec.measures), outcomes)
     record["job_id"] = ctx.job_id
