@@ -1,4 +1,4 @@
-"""The injection screening: recall on real attacks (Tensor Trust), silence on ordinary documents
+"""The injection screening: recall on real indirect injections (BIPIA), silence on ordinary documents
 (SciFact, NFCorpus), phrasings in other languages and the obfuscations normalisation undoes."""
 
 from __future__ import annotations
@@ -13,14 +13,20 @@ from irforge.data import BeirDataset
 from irforge.screening import Finding, describe, screen, screen_pair
 from irforge.screening.normalise import folded, skeleton
 
-ATTACKS = Path(__file__).resolve().parents[1] / "data" / "prompt_injections" / "tensor_trust_hijacking_200.jsonl"
+ATTACKS = Path(__file__).resolve().parents[1] / "data" / "prompt_injections" / "bipia_attacks_250.jsonl"
+# Caught per BIPIA group, measured 2026-11-26 (see irforge/screening). Task-irrelevant attacks are
+# plain requests ("What is the capital of Brazil?"): no rule can tell them from a query, so none
+# is expected; code attacks read like programming advice (see the docstring there).
+MEASURED = {"task-relevant": 22, "targeted": 30, "code": 6}
 
 
-def test_recall_on_real_attacks():
-    attacks = [json.loads(line)["attack"] for line in ATTACKS.read_text(encoding="utf-8").splitlines()]
-    caught = sum(screen(attack) is not None for attack in attacks)
-    assert len(attacks) == 200
-    assert caught >= 170, f"{caught} of 200 Tensor Trust attacks caught (measured 173)"
+def test_recall_on_real_indirect_injections():
+    rows = [json.loads(line) for line in ATTACKS.read_text(encoding="utf-8").splitlines()]
+    assert len(rows) == 250
+    caught = {group: sum(screen(row["attack"]) is not None for row in rows if row["group"] == group)
+              for group in MEASURED}
+    for group, measured in MEASURED.items():
+        assert caught[group] >= measured, f"{caught[group]} {group} BIPIA attacks caught (measured {measured})"
 
 
 @pytest.mark.parametrize("name", ["scifact", "nfcorpus"])
@@ -78,6 +84,7 @@ def test_trivial_obfuscation_does_not_pass(text):
     "Participants forgot the instructions in the directed forgetting task more often.",
     "Cells respond with increased proliferation; the rules of thumb say nothing here.",
     "Relevance of the findings to every clinical question remains uncertain.",
+    "Thank you for your response; the immune response to your message was measured in reverse order.",
     "",
 ])
 def test_ordinary_sentences_pass(text):
