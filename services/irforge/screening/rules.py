@@ -77,6 +77,12 @@ RULES: tuple[tuple[str, str, re.Pattern], ...] = tuple((name, why, re.compile(pa
      rf"|simply |back )?(?:with |using )?(?:the (?:words?|phrase|number|label|digit|text) )?{_QUOTE}"
      r"|\b(?:answer|respond|reply|output|return|say|rate it|label it|score it)\s+(?:with |as )?(?:only |just )?"
      r"(?:(?:the |a )?(?:number|label|digit|score|grade|rating) )?[\"']?[0-3][\"']?(?=\s*(?:$|[.!,;\n]))"),
+    ("reshapes-the-answer", "tells the reader to change, encode, translate or add to its own answer",
+     r"\b(?:encrypt|encode|encipher|cipher|render|provide|write|rewrite|reverse|translate|express|modify|augment|enhance"
+     r"|change|alter|format|convert|display|present|deliver|give|shorten|lengthen|end|finish|sign|close|conclude|scramble"
+     r"|misspell|structure)\s+(?:your|yr) (?:answer|response|reply|output|message)s?\b"
+     r"|(?:(?:^|[.!?:;\n\]\)>\"'*#\-])\s*|\b(?:please|can you|could you|you (?:must|should|will|shall) )\s*)"
+     r"(?:reply|respond|answer|write) (?:in|using|backwards?|only in)\b"),
     ("claims-relevance", "tells the judge the text is relevant or what label to give",
      r"\brelevant (?:to|for) (?:every|any|all|each|whatever) (?:possible )?(?:quer|question|search|topic|request|user)"
      r"|\b(?:rate|label|score|grade|judge|mark|classify|assess|evaluate|consider)\s+(?:this|the|it)\s+"
