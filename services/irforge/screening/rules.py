@@ -90,7 +90,8 @@ RULES: tuple[tuple[str, str, re.Pattern], ...] = tuple((name, why, re.compile(pa
      r"(?:[0-3]\b|(?:perfectly |highly |very |maximally |fully |most )?relevant\b)"
      r"|\b(?:highest|maximum|top|best|full|perfect) relevance\b(?! (?:of|to|for) (?:the|these|this|our) (?:study|findings|results))"
      r"|\brelevance(?: label| score| grade| rating| judg(?:e)?ment)?\s*[:=]\s*[0-3]\b"
-     r"|\b(?:correct|right|true|expected|final|only valid) (?:label|answer|rating|relevance|judg(?:e)?ment|verdict|score)"
+     r"|\b(?:correct|right|true|expected|final|only valid) (?:relevance |relevancy )?(?:label|answer|rating|relevance"
+     r"|judg(?:e)?ment|verdict|score|grade)"
      r" (?:is|=|:)\s*[0-3]\b|\b(?:label|verdict)\s*[:=]\s*[0-3]\s*(?:$|\n)"),
     ("claims-relevance-other-languages", "tells the judge the text is relevant or what label to give (de, fr, es, it, pt, nl)",
      r"\brelevant\b[^.!?\n]{0,20}?\b(?:fur|bei) (?:jede|alle|jeder) (?:anfrage|frage|suche|suchanfrage)"
