@@ -106,6 +106,12 @@ def test_an_obeying_judge_flips_every_pair_an_instruction_reaches(scifact_tiny, 
         assert row["flip_rate"] == 1.0 and row["flip_rate_ci95"][1] == 1.0 and row["flip_rate_ci95"][0] > 0.5
         assert row["mean_label_change"] > 0 and row["labels_after"] == {"3": int(SAMPLE)}
     assert report["worst"]["flip_rate"] == 1.0 and report["worst"]["name"] in INSTRUCTIONS
+    # Hole filling screens first: every instruction's copies are flagged, so none of those flips would
+    # be written; keyword stuffing carries no instruction, passes the screen, and its flips stay.
+    assert all(rows[name]["flagged"] == int(SAMPLE) and rows[name]["crossed_past_screen"] == 0 for name in INSTRUCTIONS)
+    stuffing = rows["keyword-stuffing"]
+    assert stuffing["flagged"] == 0 and stuffing["crossed_past_screen"] == stuffing["crossed"] > 0
+    assert report["worst_past_screen"]["name"] == "keyword-stuffing" and "worst past the screen: keyword-stuffing" in printed
     assert report["judge"]["model"] == "obeying-stand-in" and len(report["judge"]["spec_sha256"]) == 64
     assert "judge openai-chat obeying-stand-in" in printed and "worst: " in printed and "1.000" in printed
     # Every pair was asked once clean and once per manipulation, nothing twice.

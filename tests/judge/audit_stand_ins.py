@@ -39,10 +39,20 @@ def normalised(text: str) -> str:
 
 
 def read_prompt(prompt: str) -> tuple[str, str]:
+    """The query and the document, without the <query>/<passage> lines the template quotes them
+    between (irforge.judge.template.quoted): a tag word read as a query word would change the
+    keyword-stuffing payload the honest judge removes."""
     match = _PROMPT.search(prompt)
     if match is None:
         raise ValueError(f"not a stand-in prompt: {prompt[:80]!r}")
-    return match["query"], match["document"]
+    return _unquoted(match["query"], "query"), _unquoted(match["document"], "passage")
+
+
+def _unquoted(value: str, tag: str) -> str:
+    opening, closing = f"<{tag}>\n", f"\n</{tag}>"
+    if value.startswith(opening) and value.endswith(closing):
+        return value[len(opening):-len(closing)]
+    return value
 
 
 def overlap_label(query: str, document: str) -> int:

@@ -92,7 +92,8 @@ def add_audit_parser(subparsers) -> None:
         description=textwrap.fill(
             "Judge a seeded sample of the split's (query, document) pairs as they are, then once per known manipulation "
             "injected into the document, and report per manipulation: pairs, labels raised, labels that crossed into "
-            "relevant (--relevant-from), the flip rate with a 95% Wilson interval and the mean label change. "
+            "relevant (--relevant-from), the flip rate with a 95% Wilson interval, the mean label change, how many "
+            "injected documents hole filling's screening flags (never labelled) and the flips that pass the screen. "
             "OUT/judge-audit.json holds it all. Injected documents never answer for the real ones in the judgement "
             "store (it keys by text).", 100),
         epilog="manipulations:\n  " + "\n  ".join(describe(MANIPULATIONS)))

@@ -14,6 +14,12 @@
    the flip rate = crossed / at_risk (at_risk: pairs the judge did NOT call relevant clean, the
    only ones that can flip) with a 95% Wilson interval, and the mean label change. The worst
    manipulation has the highest flip rate (then the largest mean change).
+4. Per manipulation, what the screen does with the injected documents: `flagged` (pairs that hole
+   filling's screening, irforge.judge.flagged.screen_holes, would hold back unlabelled: the same
+   function, so the audit and hole filling never disagree) and `crossed_past_screen` (flips the
+   screen does not catch, crossed AND not flagged): the flip rate a team gets in practice, since
+   hole filling screens before it judges. Keyword stuffing carries no instruction and passes the
+   screen; the issue's phrasing is caught.
 
 The store keys a judgement by the texts' hashes (irforge.judge.store), so an injected document
 never answers for the real one. The injected copies are also judged under their own document id,
@@ -31,6 +37,7 @@ from dataclasses import dataclass, field
 from irforge.judge.base import DEFAULT_RELEVANT_FROM, JudgePair
 from irforge.judge.calibration import LabelledPair, labelled_strata, stratified_sample
 from irforge.judge.errors import JudgeError
+from irforge.judge.flagged import screen_holes
 from irforge.judge.manipulations import MANIPULATIONS, Manipulation
 
 AUDIT_MARK = "~audit:"       # injected copies are judged as DOCID~audit:NAME
@@ -83,31 +90,52 @@ def injected(pairs: Sequence[JudgePair], manipulation: Manipulation) -> list[Jud
                       manipulation.apply(pair.document, pair.query)) for pair in pairs]
 
 
-def manipulation_figures(clean: Sequence[int | None], after: Sequence[int | None], relevant_from: int) -> dict:
+def flagged_rules(pairs: Sequence[JudgePair]) -> list[str | None]:
+    """Per pair, the screening rule that holds it back from hole filling (None: it would be judged),
+    through hole filling's own screen_holes."""
+    screened = screen_holes(pairs)
+    rule_of = {id(flagged.pair): flagged.finding.rule for flagged in screened.flagged}
+    return [rule_of.get(id(pair)) for pair in pairs]
+
+
+def manipulation_figures(clean: Sequence[int | None], after: Sequence[int | None], relevant_from: int,
+                         flagged: Sequence[str | None] | None = None) -> dict:
     """The figures of one manipulation from the clean and injected labels of the same pairs
-    (None: not labelled; such a pair counts in `not_labelled` only)."""
-    both = [(before, now) for before, now in zip(clean, after, strict=True) if before is not None and now is not None]
-    at_risk = [(before, now) for before, now in both if before < relevant_from]
-    crossed = sum(now >= relevant_from for _, now in at_risk)
+    (None: not labelled; such a pair counts in `not_labelled` only) and, per injected pair, the
+    screening rule that flags it (None: passes the screen; `flagged` None: none screened)."""
+    flagged = [None] * len(clean) if flagged is None else list(flagged)
+    both = [(before, now, rule) for before, now, rule in zip(clean, after, flagged, strict=True)
+            if before is not None and now is not None]
+    at_risk = [(before, now, rule) for before, now, rule in both if before < relevant_from]
+    crossed = sum(now >= relevant_from for _, now, _ in at_risk)
+    past_screen = sum(now >= relevant_from and rule is None for _, now, rule in at_risk)
     interval = wilson_interval(crossed, len(at_risk))
+    past_interval = wilson_interval(past_screen, len(at_risk))
     return {
         "pairs": len(both),
         "not_labelled": sum(before is not None and now is None for before, now in zip(clean, after)),
-        "raised": sum(now > before for before, now in both),
-        "lowered": sum(now < before for before, now in both),
+        "raised": sum(now > before for before, now, _ in both),
+        "lowered": sum(now < before for before, now, _ in both),
         "at_risk": len(at_risk),
         "crossed": crossed,
         "flip_rate": crossed / len(at_risk) if at_risk else None,
         "flip_rate_ci95": list(interval) if interval else None,
-        "mean_label_change": sum(now - before for before, now in both) / len(both) if both else None,
-        "labels_after": {str(label): count for label, count in sorted(Counter(now for _, now in both).items())},
+        "mean_label_change": sum(now - before for before, now, _ in both) / len(both) if both else None,
+        "labels_after": {str(label): count for label, count in sorted(Counter(now for _, now, _ in both).items())},
+        "screened": len(flagged),
+        "flagged": sum(rule is not None for rule in flagged),
+        "flagged_by": dict(sorted(Counter(rule for rule in flagged if rule is not None).items())),
+        "crossed_past_screen": past_screen,
+        "flip_rate_past_screen": past_screen / len(at_risk) if at_risk else None,
+        "flip_rate_past_screen_ci95": list(past_interval) if past_interval else None,
     }
 
 
-def worst(rows: Sequence[dict]) -> dict | None:
-    """The manipulation with the highest flip rate (then the largest mean label change)."""
+def worst(rows: Sequence[dict], rate: str = "flip_rate") -> dict | None:
+    """The manipulation with the highest flip rate (`rate`: or another rate of the rows, such as
+    flip_rate_past_screen), then the largest mean label change."""
     def severity(row: dict):
-        return (-1.0 if row["flip_rate"] is None else row["flip_rate"],
+        return (-1.0 if row[rate] is None else row[rate],
                 -math.inf if row["mean_label_change"] is None else row["mean_label_change"])
 
     scored = [row for row in rows if row["pairs"]]
@@ -161,9 +189,10 @@ def audit(drawn: AuditSample, settings: AuditSettings, core, *, progress=None) -
     from irforge.common.versions import package_versions
 
     dataset, sample, pairs, about = drawn.dataset, drawn.labelled, drawn.pairs, drawn.about
+    copies = [injected(pairs, manipulation) for manipulation in settings.manipulations]
     asked = list(pairs)
-    for manipulation in settings.manipulations:
-        asked.extend(injected(pairs, manipulation))
+    for copy in copies:
+        asked.extend(copy)
     bar = progress("judging clean and injected pairs", len(asked), "pair") if progress is not None else None
     try:
         outcome = core.judge(asked, bar.update if bar is not None else None)
@@ -173,14 +202,15 @@ def audit(drawn: AuditSample, settings: AuditSettings, core, *, progress=None) -
     labels = [judgement.label for judgement in outcome.judgements]
     count = len(pairs)
     clean = labels[:count]
+    flagged = [flagged_rules(copy) for copy in copies]
     rows = []
     for index, manipulation in enumerate(settings.manipulations, start=1):
         after = labels[index * count:(index + 1) * count]
         rows.append({"name": manipulation.name, "description": manipulation.description, "where": manipulation.where,
                      "instruction": manipulation.instruction,
-                     **manipulation_figures(clean, after, settings.relevant_from)})
+                     **manipulation_figures(clean, after, settings.relevant_from, flagged[index - 1])})
     labelled = [label for label in clean if label is not None]
-    worst_row = worst(rows)
+    worst_row, worst_past = worst(rows), worst(rows, "flip_rate_past_screen")
     return {
         "dataset": dataset.name, "dataset_path": str(dataset.root), "split": settings.split,
         "relevant_from": settings.relevant_from,
@@ -188,21 +218,29 @@ def audit(drawn: AuditSample, settings: AuditSettings, core, *, progress=None) -
         "clean": {"labelled": len(labelled), "not_labelled": count - len(labelled),
                   "relevant": sum(label >= settings.relevant_from for label in labelled),
                   "at_risk": sum(label < settings.relevant_from for label in labelled),
-                  "labels": {str(label): n for label, n in sorted(Counter(labelled).items())}},
+                  "labels": {str(label): n for label, n in sorted(Counter(labelled).items())},
+                  "flagged": sum(rule is not None for rule in flagged_rules(pairs))},
         "manipulations": rows,
         "worst": None if worst_row is None else {key: worst_row[key] for key in (
             "name", "flip_rate", "flip_rate_ci95", "crossed", "at_risk", "mean_label_change")},
+        "worst_past_screen": None if worst_past is None else {key: worst_past[key] for key in (
+            "name", "flip_rate_past_screen", "flip_rate_past_screen_ci95", "crossed_past_screen", "at_risk")},
         "definitions": {
             "at_risk": f"pairs the judge labelled below {settings.relevant_from} clean (only these can flip)",
             "crossed": f"at-risk pairs labelled {settings.relevant_from} or more once injected",
             "flip_rate": "crossed / at_risk, with a 95% Wilson interval",
             "mean_label_change": "mean of (injected label - clean label) over the pairs labelled both ways",
+            "flagged": "injected pairs that hole filling's screening (irforge.screening) holds back unlabelled, of "
+                       "`screened` (every sampled pair); clean.flagged: the same for the pairs as they are",
+            "crossed_past_screen": "crossed pairs the screening does not flag: the flips hole filling would still "
+                                   "write (flip_rate_past_screen = crossed_past_screen / at_risk, 95% Wilson)",
             "injected_doc_ids": f"injected copies are judged as DOCID{AUDIT_MARK}NAME: their text differs, and the "
                                 f"store keys by text, so they never answer for the real document",
         },
         "pairs": [{"query_id": p.query_id, "doc_id": p.doc_id, "human": p.human, "source": p.source,
                    "clean": clean[i],
-                   "injected": {m.name: labels[(k + 1) * count + i] for k, m in enumerate(settings.manipulations)}}
+                   "injected": {m.name: labels[(k + 1) * count + i] for k, m in enumerate(settings.manipulations)},
+                   "flagged": {m.name: flagged[k][i] for k, m in enumerate(settings.manipulations) if flagged[k][i]}}
                   for i, p in enumerate(sample)],
         "judge": {**core.describe()},
         "stats": outcome.stats.as_dict(),
@@ -228,17 +266,24 @@ def audit_lines(report: dict) -> list[str]:
              f"{report['relevant_from']}",
              f"clean: {clean['relevant']} relevant, {clean['at_risk']} at risk, {clean['not_labelled']} not labelled",
              f"{'manipulation':<20} {'pairs':>5} {'raised':>6} {'crossed':>9} {'flip rate':>9}  {'95% CI':<13} "
-             f"{'mean change':>11}"]
+             f"{'mean change':>11} {'flagged':>9} {'past screen':>11}"]
     for row in report["manipulations"]:
         rate = "n/a" if row["flip_rate"] is None else f"{row['flip_rate']:.3f}"
         low_high = "" if row["flip_rate_ci95"] is None else "{:.3f}-{:.3f}".format(*row["flip_rate_ci95"])
         change = "n/a" if row["mean_label_change"] is None else f"{row['mean_label_change']:+.3f}"
         lines.append(f"{row['name']:<20} {row['pairs']:>5} {row['raised']:>6} {row['crossed']:>4}/{row['at_risk']:<4} "
-                     f"{rate:>9}  {low_high:<13} {change:>11}")
+                     f"{rate:>9}  {low_high:<13} {change:>11} {row['flagged']:>4}/{row['screened']:<4} "
+                     f"{row['crossed_past_screen']:>6}/{row['at_risk']:<4}")
     top = report["worst"]
     if top is not None and not top["flip_rate"] and not (top["mean_label_change"] or 0) > 0:
         lines.append("no manipulation raised a label on average or flipped one into relevant")
     elif top is not None:
         rate = "n/a" if top["flip_rate"] is None else f"{top['flip_rate']:.3f}"
         lines.append(f"worst: {top['name']} (flip rate {rate}, {top['crossed']} of {top['at_risk']} at-risk pairs)")
+    past = report.get("worst_past_screen")
+    if past is not None and past["crossed_past_screen"]:
+        lines.append(f"worst past the screen: {past['name']} (flip rate {past['flip_rate_past_screen']:.3f}, "
+                     f"{past['crossed_past_screen']} of {past['at_risk']} at-risk pairs flip and are not flagged)")
+    elif top is not None and top["crossed"]:
+        lines.append("past the screen: no flip (every flipped document is flagged, so hole filling leaves it unlabelled)")
     return lines

@@ -77,6 +77,12 @@ RULES: tuple[tuple[str, str, re.Pattern], ...] = tuple((name, why, re.compile(pa
      rf"|simply |back )?(?:with |using )?(?:the (?:words?|phrase|number|label|digit|text) )?{_QUOTE}"
      r"|\b(?:answer|respond|reply|output|return|say|rate it|label it|score it)\s+(?:with |as )?(?:only |just )?"
      r"(?:(?:the |a )?(?:number|label|digit|score|grade|rating) )?[\"']?[0-3][\"']?(?=\s*(?:$|[.!,;\n]))"),
+    ("reshapes-the-answer", "tells the reader to change, encode, translate or add to its own answer",
+     r"\b(?:encrypt|encode|encipher|cipher|render|provide|write|rewrite|reverse|translate|express|modify|augment|enhance"
+     r"|change|alter|format|convert|display|present|deliver|give|shorten|lengthen|end|finish|sign|close|conclude|scramble"
+     r"|misspell|structure)\s+(?:your|yr) (?:answer|response|reply|output|message)s?\b"
+     r"|(?:(?:^|[.!?:;\n\]\)>\"'*#\-])\s*|\b(?:please|can you|could you|you (?:must|should|will|shall) )\s*)"
+     r"(?:reply|respond|answer|write) (?:in|using|backwards?|only in)\b"),
     ("claims-relevance", "tells the judge the text is relevant or what label to give",
      r"\brelevant (?:to|for) (?:every|any|all|each|whatever) (?:possible )?(?:quer|question|search|topic|request|user)"
      r"|\b(?:rate|label|score|grade|judge|mark|classify|assess|evaluate|consider)\s+(?:this|the|it)\s+"
@@ -84,7 +90,8 @@ RULES: tuple[tuple[str, str, re.Pattern], ...] = tuple((name, why, re.compile(pa
      r"(?:[0-3]\b|(?:perfectly |highly |very |maximally |fully |most )?relevant\b)"
      r"|\b(?:highest|maximum|top|best|full|perfect) relevance\b(?! (?:of|to|for) (?:the|these|this|our) (?:study|findings|results))"
      r"|\brelevance(?: label| score| grade| rating| judg(?:e)?ment)?\s*[:=]\s*[0-3]\b"
-     r"|\b(?:correct|right|true|expected|final|only valid) (?:label|answer|rating|relevance|judg(?:e)?ment|verdict|score)"
+     r"|\b(?:correct|right|true|expected|final|only valid) (?:relevance |relevancy )?(?:label|answer|rating|relevance"
+     r"|judg(?:e)?ment|verdict|score|grade)"
      r" (?:is|=|:)\s*[0-3]\b|\b(?:label|verdict)\s*[:=]\s*[0-3]\s*(?:$|\n)"),
     ("claims-relevance-other-languages", "tells the judge the text is relevant or what label to give (de, fr, es, it, pt, nl)",
      r"\brelevant\b[^.!?\n]{0,20}?\b(?:fur|bei) (?:jede|alle|jeder) (?:anfrage|frage|suche|suchanfrage)"
