@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import os
 import shutil
 import signal
@@ -40,6 +41,18 @@ def faulty(prompt: str, body: dict, seen: dict, lock=threading.Lock()):
     return scripted.answer_by_schema(prompt, body)
 
 
+def label_by_content(prompt: str) -> str:
+    """The QC judge's label from the query and passage alone (the share of the query's words the
+    passage holds), not from the prompt's wording: a change to the judge's framing must not decide
+    which generated queries QC keeps."""
+    quoted = re.search(r"<query>\n(.*?)\n</query>.*?<passage>\n(.*?)\n</passage>", prompt, re.S)
+    if not quoted:
+        return scripted.label_by_hash(prompt)
+    query, passage = (set(re.findall(r"\w+", text.casefold())) for text in (quoted[1], quoted[2]))
+    share = len(query & passage) / max(1, len(query))
+    return str(sum(share > cut for cut in (0.1, 0.3, 0.5)))
+
+
 def lines(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
@@ -47,11 +60,12 @@ def lines(path: Path) -> list[dict]:
 def test_airbench_qa_with_faults_qc_and_eval(chat, spec_file, run_cli, scifact_tiny, tmp_path):
     seen: dict = {}
     chat.structured = lambda prompt, body: faulty(prompt, body, seen)
+    chat.responder = label_by_content
     out = tmp_path / "generated"
-    code, stdout, _ = run_cli("generate", "airbench-qa", "--corpus", scifact_tiny, "--llm", spec_file(), "--out", out,
-                              "--docs", 10, "--seed", 5, "--cache", tmp_path / "cache.sqlite3", "--qc-recall-depth", 20,
-                              "--qc-reranker", "bm25", "--qc-reranker", "bm25?k1=1.2&b=0.75", "--store", tmp_path / "store.sqlite3")
-    assert code == 0, stdout
+    code, stdout, stderr = run_cli("generate", "airbench-qa", "--corpus", scifact_tiny, "--llm", spec_file(), "--out", out,
+                                   "--docs", 10, "--seed", 5, "--cache", tmp_path / "cache.sqlite3", "--qc-recall-depth", 20,
+                                   "--qc-reranker", "bm25", "--qc-reranker", "bm25?k1=1.2&b=0.75", "--store", tmp_path / "store.sqlite3")
+    assert code == 0, stdout + stderr
     manifest = json.loads((out / "generation.json").read_text())
     stages = manifest["stages"]
     assert list(stages) == ["characters", "scenarios", "query", "rewrite", "negatives"]
@@ -235,3 +249,24 @@ def test_infosearch_takes_one_core_query_per_gold_document(chat, spec_file, run_
     assert manifest["stages"]["condition"]["asked"] == 2
     queries = lines(out / "length" / "queries.jsonl")
     assert len({q["metadata"]["gold"] for q in queries}) == len(queries) == 2
+
+
+def test_a_split_qc_empties_is_dropped_with_a_message_not_a_work_folder_error(chat, spec_file, run_cli, scifact_tiny,
+                                                                              tmp_path):
+    # A judge that finds no generated query relevant to its passage: QC drops every query of
+    # every split. Before, the test split's QC failed on the dev split's header-only qrels file
+    # in the work folder (exit 2, naming a path the user never gave).
+    chat.responder = lambda prompt: "0"
+    out = tmp_path / "generated"
+    code, stdout, stderr = run_cli("generate", "airbench-qa", "--corpus", scifact_tiny, "--llm", spec_file(), "--out", out,
+                                   "--docs", 4, "--seed", 5, "--cache", tmp_path / "cache.sqlite3", "--qc-recall-depth", 5,
+                                   "--qc-reranker", "bm25", "--store", tmp_path / "store.sqlite3")
+    assert ".irforge-generate-" not in stderr, stderr
+    assert "every dev query dropped: the collection has no dev split" in stdout, stdout + stderr
+    manifest = json.loads((out / "generation.json").read_text())
+    assert [s["emptied"] for s in manifest["qc"]["steps"]] == [True, True]
+    # Nothing left to evaluate: not complete, exit 1, and the reason said (a complete collection of
+    # no query was issue 24's "wrong result").
+    assert code == 1 and not manifest["complete"], stdout + stderr
+    assert "quality control dropped every generated query" in manifest["incomplete_reason"] and "no qrels" in stderr
+    assert not list((out / "qrels").glob("*.tsv"))

@@ -193,6 +193,10 @@ def generate(request: GenerateRequest) -> dict:
                 else:
                     raw, qc["steps"] = run_quality_control(raw, Path(work), output["splits"], request.generation_qc())
                     qc["ran"] = True
+                    if all(step["emptied"] for step in qc["steps"]):   # a collection with nothing to evaluate
+                        manifest["complete"] = False
+                        manifest["incomplete_reason"] = ("quality control dropped every generated query (the judge "
+                                                         "found none relevant to the passage it was written from)")
                 for path in raw.iterdir():
                     shutil.move(str(path), staged / path.name)
         write_provenance(staged, engine.records)

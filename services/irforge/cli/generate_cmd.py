@@ -87,6 +87,7 @@ def run_generate(args: argparse.Namespace) -> int:
     print_summary(manifest, sys.stdout)
     if manifest["incomplete_reason"]:
         where = (f"{manifest['path']} keeps the earlier collection (nothing written)" if manifest.get("kept") else
+                 f"{manifest['path']} holds the corpus, QC's audit and no qrels" if manifest["qc"]["ran"] else
                  f"{manifest['path']} holds only generation.json and provenance.jsonl (the raw answers)")
         print(f"irforge generate: error: {manifest['incomplete_reason']}; {where}. The answers are cached: a re-run with "
               "the same model and templates gets the same ones", file=sys.stderr)
@@ -129,7 +130,9 @@ def print_summary(manifest: dict, out) -> None:
               + (f" · splits {output['splits']}" if "splits" in output else "") + "\n")
     for step in manifest["qc"]["steps"]:
         out.write(f"qc {step['split']}: {step['queries']} queries, dropped {step['queries_dropped']}, negatives removed "
-                  f"{step['negatives_removed']}, positives added {step['positives_added']} ({step['judge_calls']} judge calls)\n")
+                  f"{step['negatives_removed']}, positives added {step['positives_added']} ({step['judge_calls']} judge calls)"
+                  + (f"; every {step['split']} query dropped: the collection has no {step['split']} split" if step.get("emptied") else "")
+                  + "\n")
     if not manifest["qc"]["ran"]:
         out.write(f"qc not run: {manifest['qc']['reason']}\n")
     if manifest["stopped"]:

@@ -50,7 +50,8 @@ def run_quality_control(raw: Path, work: Path, splits: dict[str, int], qc: Gener
         for earlier in current.glob("qc_*_*"):
             shutil.copy2(earlier, target / earlier.name)
         stats = summary["judge"]["stats"]
-        steps.append({"split": split, "queries": summary["queries"],
+        emptied = _drop_if_emptied(target / "qrels" / f"{split}.tsv")
+        steps.append({"split": split, "queries": summary["queries"], "emptied": emptied,
                       "queries_dropped": len(summary["queries_dropped"]),
                       "negatives_removed": len(summary["documents_removed"]),
                       "positives_added": len(summary["positives_added"]),
@@ -59,3 +60,14 @@ def run_quality_control(raw: Path, work: Path, splits: dict[str, int], qc: Gener
                       "summary": f"qc_{split}_summary.json"})
         current = target
     return current, steps
+
+
+def _drop_if_emptied(qrels: Path) -> bool:
+    """Remove a split's qrels file when QC dropped every one of its queries (only the header is
+    left): a BEIR folder holds no empty split, and the next split's QC, eval and the manifest then
+    see a collection without it instead of failing on a header-only file in a work folder."""
+    with qrels.open(encoding="utf-8") as handle:
+        if any(line.strip() for line in list(handle)[1:]):
+            return False
+    qrels.unlink()
+    return True
