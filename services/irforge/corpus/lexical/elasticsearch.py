@@ -162,6 +162,11 @@ class ElasticsearchBackend(ElasticsearchConnection, LexicalBackend):
         return sorted(n for n in names if _GENERATION.search(n) and n.startswith(alias + "-g"))
 
     def create(self, corpus_id: str, fingerprint: str, settings: Bm25Settings) -> CorpusInfo:
+        if settings.language != "en":
+            # Its analyzer is the built-in `english` one: a Chinese corpus would be one "word" per
+            # sentence and score near zero. Refused until each language gets its own analyzer.
+            raise CorpusError(f"the elasticsearch lexical backend analyses English only so far; this corpus is "
+                              f"{settings.analyzer.language.name} ({settings.language}): use the embedded backend")
         alias = self._index(corpus_id)
         with self._lock:
             meta = {
@@ -185,7 +190,7 @@ class ElasticsearchBackend(ElasticsearchConnection, LexicalBackend):
                     f"index {alias!r} already holds a corpus whose id differs from {corpus_id!r} only in case; "
                     "use another corpus id"
                 )
-            if existing["fingerprint"] != fingerprint or existing["settings"] != settings.as_dict():
+            if existing["fingerprint"] != fingerprint or Bm25Settings(**existing["settings"]) != settings:
                 raise CorpusConflict(
                     f"corpus {corpus_id!r} exists with fingerprint {existing['fingerprint'][:12]} and settings "
                     f"{existing['settings']}; delete it or use another corpus id"
