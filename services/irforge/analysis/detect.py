@@ -20,7 +20,7 @@ from irforge.analysis.languages import DEFAULT_LANGUAGE, LANGUAGES
 SAMPLE_TEXTS = 300          # the first texts of a corpus or query set: enough to tell, cheap to read
 SAMPLE_CHARACTERS = 60_000
 SURE = 0.90                 # langid's normalised probability above which a detection is taken
-ONE_TEXT_MINIMUM = 40       # characters for one text's own vote (shorter ones tell too little)
+ONE_TEXT_MINIMUM = 20       # characters for one text's own vote (shorter ones tell too little)
 ENOUGH_LATIN = 200          # characters of Latin script before a detection is trusted (a script of its own tells sooner)
 MIXED_SHARE = 0.20          # a second language on this share of the voting texts: a mixed collection
 
