@@ -39,9 +39,9 @@ def empty_run_report(results) -> tuple[list[str], bool]:
             examples = counts.get(f"{key}_examples") or []
             shown = "; ".join(e if isinstance(e, str) else f"{e['query_id']}: {e['text'][:60]!r}" for e in examples[:3])
             lines.append(f"warning: {counts[key]} {what} (e.g. {shown})")
+    if counts.get("language_warning"):
+        lines.append(f"warning: {counts['language_warning']}")
     languages = results.get("retriever", {}).get("languages") or {}
-    if languages.get("warning"):
-        lines.append(f"warning: {languages['warning']}")
     total = counts.get("queries_retrieved") or 0
     mostly_empty = total > 0 and counts.get("queries_without_results", 0) * 2 > total
     if mostly_empty:

@@ -135,16 +135,17 @@ class Bm25Retriever:
         """Record the queries' language (warn when it is not the corpus's) and the queries that
         analyse to no term at all: they cannot retrieve anything, and must not pass unseen."""
         analyzer = self.settings.analyzer
-        if self.language is None:
+        if self.language is None:   # recorded with the counts: the description is known before any query
             try:
                 found = detect((q.text for q in queries), "query set")
             except MixedLanguages as error:
                 found = Detection("mixed", "detected")
-                self.languages["queries_note"] = str(error)
-            self.languages["queries"] = found.as_dict()
+                self._counts["queries_language_note"] = str(error)
+            self._counts["queries_language"] = found.as_dict()
             if found.how == "detected" and found.language != analyzer.language.code:
-                self.languages["warning"] = (f"the queries look {found.language}, the corpus {analyzer.language.code}: "
-                                             f"both are analysed as {analyzer.language.code} (--language overrides)")
+                self._counts["language_warning"] = (
+                    f"the queries look {found.language}, the corpus {analyzer.language.code}: both are analysed as "
+                    f"{analyzer.language.code} (--language overrides)")
         empty = [q for q in queries if not analyzer.terms(q.text)]
         self._counts["queries_without_terms"] = len(empty)
         self._counts["queries_without_terms_examples"] = [{"query_id": q.query_id, "text": q.text[:200]} for q in empty[:5]]
