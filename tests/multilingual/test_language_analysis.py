@@ -97,7 +97,9 @@ def test_an_unknown_language_and_a_mixed_corpus_are_refused(irforge, tmp_path):
             "Защита команды пропустила всего триста восемь очков и заняла шестое место в лиге."])}},
         {"q1": "长江"}, {"q1": "z2"})
     done = irforge("eval", "--dataset", str(data), "--retriever", "bm25", "--language", "xx", "--out", str(tmp_path / "o1"))
-    assert done.returncode == 2 and "--language" in done.stderr and "unknown language 'xx'" in done.stderr, done.stderr
+    assert done.returncode == 2, done.stderr
+    assert "irforge eval: error: --language must be an ISO 639-1 code irforge analyses (af, ar, " in done.stderr
+    assert "got 'xx'" in done.stderr
     done = irforge("eval", "--dataset", str(data), "--retriever", "bm25", "--out", str(tmp_path / "o2"))
     assert done.returncode == 2, done.stderr
     assert "mixes languages (Chinese (zh) 50%, Russian (ru) 50%" in done.stderr and "pass --language CODE" in done.stderr
@@ -147,3 +149,21 @@ def test_bm25_per_language_matches_an_independent_bm25(irforge, tmp_path, langua
     ours = sum(results["per_query"][q]["nDCG@10"] for q in reference) / len(reference)
     theirs = sum(reference.values()) / len(reference)
     assert theirs > 0.85 and ours >= theirs - 0.01, (ours, theirs)
+
+
+def test_the_language_travels_to_a_remote_corpus_service_and_old_clients_mean_english():
+    from irforge.corpus.protocol import settings_from_proto, settings_to_proto
+    from irforge.v1 import corpus_pb2
+
+    assert settings_from_proto(settings_to_proto(Bm25Settings(k1=1.2, language="zh")), True) == Bm25Settings(k1=1.2, language="zh")
+    assert settings_from_proto(corpus_pb2.Bm25Settings(k1=0.9, b=0.4), True).language == "en"
+
+
+def test_the_elasticsearch_backend_refuses_what_its_english_analyzer_cannot_read():
+    """Its index uses the built-in `english` analyzer: a Chinese corpus is refused before any request."""
+    from irforge.corpus.errors import CorpusError
+    from irforge.corpus.lexical.elasticsearch import ElasticsearchBackend
+
+    backend = ElasticsearchBackend.__new__(ElasticsearchBackend)   # no server: the refusal comes first
+    with pytest.raises(CorpusError, match=r"analyses English only so far; this corpus is Chinese \(zh\)"):
+        backend.create("c", "f" * 64, Bm25Settings(language="zh"))

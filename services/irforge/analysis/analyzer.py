@@ -111,7 +111,9 @@ class Analyzer:
     @cached_property
     def stopwords(self) -> frozenset[str]:
         # Bigram languages keep every pair: a stopword list of words does not apply to pairs.
-        return frozenset() if self.language.words == "bigrams" else stopwords_for(self.language.code)[0]
+        if self.language.words == "bigrams" or not self.language.stopwords:
+            return frozenset()
+        return stopwords_for(self.language.code)[0]
 
     @cached_property
     def stem(self) -> Callable[[str], str] | None:
@@ -136,7 +138,8 @@ class Analyzer:
                          "bigrams": "NFKC, casefold, runs of letters/marks/digits, unspaced scripts as character bigrams",
                          "thai": "NFKC, casefold, runs of letters/marks/digits, Thai by PyThaiNLP newmm "
                                  f"({_version('pythainlp')}), other unspaced scripts as character bigrams"}[row.words]
-        stopwords = "none (bigrams)" if row.words == "bigrams" else stopwords_for(row.code)[1]
+        stopwords = ("none (bigrams)" if row.words == "bigrams" else stopwords_for(row.code)[1] if row.stopwords
+                     else "none (measured better without the list)")
         stemmer = f"Snowball {row.stemmer} (PyStemmer {_version('PyStemmer')})" if row.stemmer else "none"
         return {"language": row.code, "analyzer": "english (irforge's original)" if self.english
                 else f"irforge {row.code} v{ANALYZER_VERSION}",

@@ -45,12 +45,11 @@ def _weights_problem(weights) -> str | None:
 
 
 def _language_problem(code) -> str | None:
-    from irforge.analysis.languages import UnknownLanguage, language
+    from irforge.analysis.languages import LANGUAGES
 
-    try:
-        return None if code is None else (language(code) and None)
-    except UnknownLanguage as error:
-        return f"{error}"
+    if code is None or code.strip().lower() in LANGUAGES:
+        return None
+    return f"must be an ISO 639-1 code irforge analyses ({', '.join(sorted(LANGUAGES))}); got {code!r}"
 
 
 def _template(text: str) -> str:
