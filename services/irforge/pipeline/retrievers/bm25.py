@@ -15,6 +15,7 @@ from irforge.corpus.errors import CorpusError
 from irforge.corpus.lexical.base import CorpusState, document_id_problem
 from irforge.corpus.settings import Bm25Settings
 from irforge.data import BeirDataset
+from irforge.data.errors import DataFormatError
 from irforge.data.types import Document, Query, Run
 from irforge.pipeline.latency import LatencyRecorder, batch_basis
 from irforge.pipeline.retrievers.base import CorpusTracker, count_lines, safe_name
@@ -43,6 +44,17 @@ def dataset_language(dataset: BeirDataset) -> str | None:
     return declared if isinstance(declared, str) and declared.strip() else None
 
 
+def _texts_until_a_bad_line(dataset: BeirDataset) -> Iterator[str]:
+    """The corpus's texts for detection, ending quietly at a line the reader refuses: the ingest
+    reads the corpus next and reports that line as it always did (on a remote service, from the
+    Ingest stream it opened)."""
+    try:
+        for document in dataset.corpus():
+            yield document.full_text
+    except DataFormatError:
+        return
+
+
 def corpus_language(dataset: BeirDataset, given: str | None) -> Detection:
     """--language, else the dataset's own, else detected from its corpus (CorpusError: mixed, unknown)."""
     try:
@@ -52,7 +64,7 @@ def corpus_language(dataset: BeirDataset, given: str | None) -> Detection:
         if declared:
             language(declared)   # an unknown code fails here, naming the file
             return Detection(declared, "dataset")
-        return detect((document.full_text for document in dataset.corpus()), f"corpus {dataset.name}")
+        return detect(_texts_until_a_bad_line(dataset), f"corpus {dataset.name}")
     except UnknownLanguage as error:
         raise CorpusError(f"{dataset.root / 'dataset.json'}: {error}") from None
     except MixedLanguages as error:
