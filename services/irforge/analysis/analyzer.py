@@ -38,6 +38,29 @@ def normalise(text: str) -> str:
     return unicodedata.normalize("NFKC", text).casefold()
 
 
+def _pieces(text: str, unspaced: Callable[[str], list[str]]) -> list[str]:
+    """Normalised runs of letters, marks and digits; each unspaced-script run inside one goes
+    through `unspaced` (characters, bigrams, a segmenter)."""
+    out: list[str] = []
+    for word in WORD.findall(normalise(text)):
+        start = 0
+        for run in UNSPACED.finditer(word):
+            if run.start() > start:
+                out.append(word[start:run.start()])
+            out.extend(unspaced(run.group()))
+            start = run.end()
+        if start < len(word):
+            out.append(word[start:])
+    return out
+
+
+def counted_words(text: str) -> list[str]:
+    """Words for counting and n-grams in any language: each character of an unspaced script
+    (Chinese, Japanese, Thai...) one word, so a Chinese sentence is not one "word" and a copied
+    Chinese phrase shares its n-grams."""
+    return _pieces(text, list)
+
+
 def bigrams(run: str) -> list[str]:
     """Overlapping character pairs of an unspaced run; a single character stands alone."""
     return [run] if len(run) == 1 else [run[i:i + 2] for i in range(len(run) - 1)]
@@ -91,17 +114,7 @@ class Analyzer:
         """The text's words, normalised, before stopwords and stemming."""
         if self.english:
             return regex.findall(ENGLISH_PATTERN, text.lower())
-        out: list[str] = []
-        for word in WORD.findall(normalise(text)):
-            start = 0
-            for run in UNSPACED.finditer(word):
-                if run.start() > start:
-                    out.append(word[start:run.start()])
-                out.extend(self._unspaced(run.group()))
-                start = run.end()
-            if start < len(word):
-                out.append(word[start:])
-        return out
+        return _pieces(text, self._unspaced)
 
     def _unspaced(self, run: str) -> list[str]:
         if self.language.words == "thai" and THAI.fullmatch(run):
