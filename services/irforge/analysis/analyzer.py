@@ -13,6 +13,7 @@ stopwords, Snowball English), so English figures and English indexes built befor
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ from irforge.analysis.languages import DEFAULT_LANGUAGE, Language, language
 
 ANALYZER_VERSION = 1    # part of every non-English index's identity: bump it when analysis changes
 ENGLISH_PATTERN = r"(?u)\b\w\w+\b"  # bm25s/scikit-learn default: words of two or more characters
+ENGLISH_WORDS = re.compile(ENGLISH_PATTERN)
 WORD = regex.compile(r"[\p{L}\p{M}\p{N}]+")
 # Scripts written without spaces between words, and the Katakana-Hiragana prolonged sound mark
 # (script Common) that belongs inside their words.
@@ -113,7 +115,7 @@ class Analyzer:
     def words(self, text: str) -> list[str]:
         """The text's words, normalised, before stopwords and stemming."""
         if self.english:
-            return regex.findall(ENGLISH_PATTERN, text.lower())
+            return ENGLISH_WORDS.findall(text.lower())   # `re`, as bm25s: regex's \w also takes marks
         return _pieces(text, self._unspaced)
 
     def _unspaced(self, run: str) -> list[str]:
