@@ -148,7 +148,7 @@ def test_bm25_per_language_matches_an_independent_bm25(irforge, tmp_path, langua
     reference = ndcg_at_10(DATA / folder, language, first=CHECKED_QUERIES)
     ours = sum(results["per_query"][q]["nDCG@10"] for q in reference) / len(reference)
     theirs = sum(reference.values()) / len(reference)
-    assert theirs > 0.85 and ours >= theirs - 0.01, (ours, theirs)
+    assert theirs > 0.8 and ours >= theirs - 0.01, (ours, theirs)
 
 
 def test_the_language_travels_to_a_remote_corpus_service_and_old_clients_mean_english():
