@@ -159,11 +159,16 @@ def test_the_language_travels_to_a_remote_corpus_service_and_old_clients_mean_en
     assert settings_from_proto(corpus_pb2.Bm25Settings(k1=0.9, b=0.4), True).language == "en"
 
 
-def test_the_elasticsearch_backend_refuses_what_its_english_analyzer_cannot_read():
-    """Its index uses the built-in `english` analyzer: a Chinese corpus is refused before any request."""
+def test_elasticsearch_indexes_each_language_with_its_built_in_analyzer_and_refuses_the_others():
+    """No plugin needed: CJK through the built-in `cjk` analyzer (bigrams, as the embedded backend);
+    a language with no built-in analyzer is refused before any request."""
     from irforge.corpus.errors import CorpusError
-    from irforge.corpus.lexical.elasticsearch import ElasticsearchBackend
+    from irforge.corpus.lexical.elasticsearch import ElasticsearchBackend, elasticsearch_config, index_body
 
+    for language, analyzer in (("en", "english"), ("zh", "cjk"), ("ja", "cjk"), ("ar", "arabic"), ("th", "thai")):
+        body = index_body(Bm25Settings(language=language), {})
+        assert body["mappings"]["properties"]["text"]["analyzer"] == analyzer
+    assert elasticsearch_config(Bm25Settings(language="zh"), "9")["language"] == "zh"
     backend = ElasticsearchBackend.__new__(ElasticsearchBackend)   # no server: the refusal comes first
-    with pytest.raises(CorpusError, match=r"analyses English only so far; this corpus is Chinese \(zh\)"):
-        backend.create("c", "f" * 64, Bm25Settings(language="zh"))
+    with pytest.raises(CorpusError, match=r"no built-in analyzer for Vietnamese \(vi\); use the embedded backend"):
+        backend.create("c", "f" * 64, Bm25Settings(language="vi"))
