@@ -172,3 +172,14 @@ def test_elasticsearch_indexes_each_language_with_its_built_in_analyzer_and_refu
     backend = ElasticsearchBackend.__new__(ElasticsearchBackend)   # no server: the refusal comes first
     with pytest.raises(CorpusError, match=r"no built-in analyzer for Vietnamese \(vi\); use the embedded backend"):
         backend.create("c", "f" * 64, Bm25Settings(language="vi"))
+
+
+def test_over_grpc_services_a_chinese_corpus_is_analysed_as_chinese(irforge, services_address, tmp_path):
+    """The corpus service receives the language with the settings (Bm25Settings.language)."""
+    data = _write_beir(tmp_path / "zh3", CHINESE, CHINESE_QUERIES, {"q1": "d1", "q2": "d2", "q3": "d3"})
+    done = irforge("eval", "--dataset", str(data), "--retriever", "bm25", "--server", services_address,
+                   "--out", str(tmp_path / "out"))
+    assert done.returncode == 0, done.stderr
+    results = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert results["metrics"]["nDCG@10"] == 1.0 and results["retriever"]["language"] == "zh"
+    assert results["mode"] != "in-process"
