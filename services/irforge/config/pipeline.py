@@ -80,7 +80,7 @@ class Bm25Config:
     b: float = option(0.4, "--b", "BM25 b", check=within(*B_RANGE))
     language: str | None = option(
         None, "--language", "ISO 639-1 code of the collection's language, which sets BM25's analysis (default: "
-        "dataset.json's `language`, else detected from the corpus and the queries)", check=_language_problem,
+        "dataset.json's `language`, else detected from the corpus; the queries' own is recorded)", check=_language_problem,
         metavar="CODE")
 
 
