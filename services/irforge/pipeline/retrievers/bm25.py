@@ -61,9 +61,8 @@ def corpus_language(dataset: BeirDataset, given: str | None) -> Detection:
         if given:
             return Detection(language(given).code, "given")
         declared = dataset_language(dataset)
-        if declared:
-            language(declared)   # an unknown code fails here, naming the file
-            return Detection(declared, "dataset")
+        if declared:   # an unknown code fails here, naming the file
+            return Detection(language(declared).code, "dataset")
         return detect(_texts_until_a_bad_line(dataset), f"corpus {dataset.name}")
     except UnknownLanguage as error:
         raise CorpusError(f"{dataset.root / 'dataset.json'}: {error}") from None
