@@ -19,7 +19,9 @@ from irforge.data.types import Document, Query
 PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
 # Packages whose version can move a reported number: an exact pin, never a range (see pyproject.toml).
 NUMERIC = {"numpy", "scipy", "pytrec-eval-terrier", "bm25s", "pystemmer", "qdrant-edge-py", "torch",
-           "transformers", "sentence-transformers", "tokenizers", "orjson"}
+           "transformers", "sentence-transformers", "tokenizers", "orjson",
+           # language analysis: tokens, stopwords, Thai words and the detected language all move BM25
+           "regex", "stop-words", "stopwordsiso", "pythainlp", "py3langid"}
 
 
 def requirements() -> list[Requirement]:

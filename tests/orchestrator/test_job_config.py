@@ -46,7 +46,7 @@ def _job_using(name: str, dataset: str, files: dict[str, str]) -> JobSpec:
         "top_k": {"top_k": 10},
         "measures": {"measures": ("nDCG@10", "R@100")},
         "keep_identical_ids": {"keep_identical_ids": True},
-        "k1": {"k1": 1.2}, "b": {"b": 0.75},
+        "k1": {"k1": 1.2}, "b": {"b": 0.75}, "language": {"language": "zh"},
         "model": {"retriever": "dense", "model": "all-MiniLM-L6-v2"},
         "search": {"retriever": "dense", "search": "hnsw"},
         "hnsw_m": {"retriever": "dense", "search": "hnsw", "hnsw_m": 8},

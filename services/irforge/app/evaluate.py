@@ -23,6 +23,35 @@ from irforge.evaluator.measures import parse_measures
 from irforge.pipeline.eval_job import EvalJob, EvalJobSpec
 from irforge.results import Results
 
+EXIT_MOSTLY_EMPTY = 3   # results are written, but more than half the queries retrieved nothing
+
+
+def empty_run_report(results) -> tuple[list[str], bool]:
+    """(lines for the printed summary about what analysed or retrieved to nothing; whether more
+    than half the queries retrieved nothing, which fails the command: an nDCG of 0.0 with exit 0
+    reads as a measurement when it is a failure of analysis)."""
+    counts = results.get("counts", {})
+    lines = []
+    for key, what in (("documents_without_terms", "documents index to no term"),
+                      ("queries_without_terms", "queries analyse to no term"),
+                      ("queries_without_results", "queries retrieved nothing")):
+        if counts.get(key):
+            examples = counts.get(f"{key}_examples") or []
+            shown = "; ".join(e if isinstance(e, str) else f"{e['query_id']}: {e['text'][:60]!r}" for e in examples[:3])
+            lines.append(f"warning: {counts[key]} {what} (e.g. {shown})")
+    if counts.get("language_warning"):
+        lines.append(f"warning: {counts['language_warning']}")
+    languages = results.get("retriever", {}).get("languages") or {}
+    total = counts.get("queries_retrieved") or 0
+    mostly_empty = total > 0 and counts.get("queries_without_results", 0) * 2 > total
+    if mostly_empty:
+        corpus = languages.get("corpus", {})
+        lines.append(f"error: {counts['queries_without_results']} of {total} queries retrieved nothing; the corpus was "
+                     f"analysed as {corpus.get('language', '?')} ({corpus.get('how', '?')}): if that is wrong, pass "
+                     "--language CODE")
+    return lines, mostly_empty
+
+
 def checked(config: PipelineConfig, out: str | Path, use: str = "eval") -> PipelineConfig:
     """The configuration validated for `use`, its dataset name resolved to its folder, and OUT
     found writable with the stores outside it: before any work (UsageError otherwise)."""

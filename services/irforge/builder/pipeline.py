@@ -197,7 +197,7 @@ class PipelineBuilder:
     def lexical(self):
         from irforge.pipeline.retrievers.bm25 import Bm25Retriever
 
-        return Bm25Retriever(self.corpus, self.bm25_settings(), self.progress)
+        return Bm25Retriever(self.corpus, self.bm25_settings(), self.progress, language=self.config.bm25.language)
 
     def vector(self):
         """The vector retriever: dense, or learned sparse (SparseRetriever) when the configuration asks for it."""

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from irforge.app.errors import UsageError
-from irforge.app.evaluate import evaluate
+from irforge.app.evaluate import EXIT_MOSTLY_EMPTY, empty_run_report, evaluate
 from irforge.app.holes import EXIT_NOT_ALL_JUDGED
 from irforge.cli.options import add_config_file_option, add_config_options, config_from_args
 from irforge.common.output_set import OutputFolderError
@@ -46,6 +46,11 @@ def run_eval(args: argparse.Namespace) -> int:
         print(f"irforge eval: error: {redact_text(str(error))}", file=sys.stderr)
         return 2
     sys.stdout.write(results.table())
+    lines, mostly_empty = empty_run_report(results)
+    for line in lines:
+        print(f"irforge eval: {line}", file=sys.stderr)
+    if mostly_empty:
+        return EXIT_MOSTLY_EMPTY
     from irforge.judge.holes import not_all_judged
 
     if "holes" in results and (problem := not_all_judged(results["holes"])):

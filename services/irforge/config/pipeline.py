@@ -45,6 +45,14 @@ def _weights_problem(weights) -> str | None:
     return None
 
 
+def _language_problem(code) -> str | None:
+    from irforge.analysis.languages import LANGUAGES
+
+    if code is None or code.strip().lower() in LANGUAGES:
+        return None
+    return f"must be an ISO 639-1 code irforge analyses ({', '.join(sorted(LANGUAGES))}); got {code!r}"
+
+
 def _template(text: str) -> str:
     """A template typed on a command line: \\n and \\t mean a newline and a tab."""
     return text.replace("\\n", "\n").replace("\\t", "\t")
@@ -71,6 +79,10 @@ class Bm25Config:
     backend: str = option("embedded", "--backend", "lexical backend when in-process", choices=("embedded", "elasticsearch"))
     k1: float = option(0.9, "--k1", "BM25 k1", check=within(*K1_RANGE))
     b: float = option(0.4, "--b", "BM25 b", check=within(*B_RANGE))
+    language: str | None = option(
+        None, "--language", "ISO 639-1 code of the collection's language, which sets BM25's analysis (default: "
+        "dataset.json's `language`, else detected from the corpus; the queries' own is recorded)", check=_language_problem,
+        metavar="CODE")
 
 
 @dataclass(frozen=True)

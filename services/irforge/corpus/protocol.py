@@ -31,11 +31,12 @@ def info_from_proto(message: corpus_pb2.CorpusInfo) -> CorpusInfo:
 
 
 def settings_to_proto(settings: Bm25Settings) -> corpus_pb2.Bm25Settings:
-    return corpus_pb2.Bm25Settings(k1=settings.k1, b=settings.b)
+    return corpus_pb2.Bm25Settings(k1=settings.k1, b=settings.b, language=settings.language)
 
 
 def settings_from_proto(message: corpus_pb2.Bm25Settings, has_field: bool) -> Bm25Settings:
-    return Bm25Settings(k1=message.k1, b=message.b) if has_field else Bm25Settings()
+    """A client from before languages sends none: its corpora are English, as they always were."""
+    return Bm25Settings(k1=message.k1, b=message.b, language=message.language) if has_field else Bm25Settings()
 
 
 def document_to_proto(document: Document) -> common_pb2.Document:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from irforge.analysis import DEFAULT_LANGUAGE, analyzer_for
 from irforge.common.checks import check_range
 
 # Sensible ranges, checked wherever settings enter (flags, job specs, qc reranker specs): k1 past
@@ -18,10 +19,22 @@ class Bm25Settings:
     # Anserini/Pyserini's BM25 defaults, the "BM25 flat" reference column of BEIR reproductions.
     k1: float = 0.9
     b: float = 0.4
+    # The language whose analysis the index uses (irforge.analysis): an ISO 639-1 code.
+    language: str = DEFAULT_LANGUAGE
 
     def __post_init__(self):
         check_range("BM25 k1", self.k1, *K1_RANGE)
         check_range("BM25 b", self.b, *B_RANGE)
+        object.__setattr__(self, "language", analyzer_for(self.language or DEFAULT_LANGUAGE).language.code)
+
+    @property
+    def analyzer(self):
+        return analyzer_for(self.language)
 
     def as_dict(self) -> dict:
-        return asdict(self)
+        """English leaves `language` out: the settings every index built before English analysis
+        had a name recorded, so those indexes still match and are reused."""
+        settings = asdict(self)
+        if self.language == DEFAULT_LANGUAGE:
+            del settings["language"]
+        return settings

@@ -161,11 +161,12 @@ class StoredStage:
 def ingest_lexical(ctx: StepContext) -> dict:
     retriever = ctx.lexical()
     corpus_id = corpus_id_for(ctx.dataset.name, ctx.fingerprint, ctx.builder.bm25_settings())
-    # Two jobs on the same corpus and settings: the second waits, then finds the index READY.
+    # Two jobs on the same corpus and settings: the second waits, then finds the index READY. The
+    # lock is taken before prepare settles the language (and so the index's own id): one per corpus.
     with ctx.lock(f"bm25:{corpus_id}"):
         tracker = CorpusTracker(judged=ctx.judged)
         retriever.prepare(ctx.dataset, ctx.fingerprint, tracker)
-    return {"corpus_id": corpus_id, "counts": retriever.counts(), "tracker": tracker_state(tracker)}
+    return {"corpus_id": retriever.corpus_id, "counts": retriever.counts(), "tracker": tracker_state(tracker)}
 
 
 def encode_vectors(ctx: StepContext) -> dict:

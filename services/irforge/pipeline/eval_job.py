@@ -89,6 +89,7 @@ class EvalJob:
 
         run = self._timed("retrieve_s", self.retriever.retrieve, queries, spec.top_k)
         run_path = write_trec_run(spec.out_dir / "run.trec", run, tag=f"irforge-{self.retriever.name}")
+        self.unanswered = _unanswered(queries, run)
 
         options = EvaluationOptions(drop_identical_ids=spec.drop_identical_ids, complete=True)
         result = self._timed("evaluate_s", self.evaluator.evaluate, eval_qrels, run, list(spec.measures), options)
@@ -137,6 +138,7 @@ class EvalJob:
             },
             "counts": {
                 **self.retriever.counts(),
+                **self.unanswered,
                 "documents_failed": tracker.failed,
                 "document_errors": tracker.errors,
                 "queries_retrieved": len(queries),
@@ -148,6 +150,14 @@ class EvalJob:
             "files": {"run": run_path.name},
             "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         }
+
+
+def _unanswered(queries: list[Query], run: Run) -> dict:
+    """The queries the run retrieved nothing for (each scores 0): counted with examples, so a run
+    that is mostly empty (a language the analysis cannot read, an index of nothing) is seen."""
+    missing = [q for q in queries if not len(run.get(q.query_id) or ())]
+    return {"queries_without_results": len(missing),
+            "queries_without_results_examples": [{"query_id": q.query_id, "text": q.text[:200]} for q in missing[:5]]}
 
 
 def _generation(root) -> dict:

@@ -25,7 +25,9 @@ def _describe(retriever: dict) -> str:
     if "first_stage" in retriever:
         return f"{_describe(retriever['first_stage'])} reranked (depth {retriever['rerank_depth']})"
     if retriever["name"] == "bm25":
-        return f"bm25 ({retriever['backend']}, k1={retriever.get('k1')}, b={retriever.get('b')})"
+        language = retriever.get("language", "en")   # English, as every run before languages was
+        shown = "" if language == "en" else f", language {language}"
+        return f"bm25 ({retriever['backend']}, k1={retriever.get('k1')}, b={retriever.get('b')}{shown})"
     if retriever["name"] == "dense":
         search = retriever["search"] if isinstance(retriever["search"], str) else "hnsw"
         return f"dense ({retriever['encoder']['model']}, {search}, {retriever['vector_backend']})"

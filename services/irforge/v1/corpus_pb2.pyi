@@ -134,12 +134,14 @@ class SparseSearchRequest(_message.Message):
     def __init__(self, collection_id: _Optional[str] = ..., query_ids: _Optional[_Iterable[str]] = ..., vectors: _Optional[_Union[_common_pb2.SparseVectors, _Mapping]] = ..., k: _Optional[int] = ...) -> None: ...
 
 class Bm25Settings(_message.Message):
-    __slots__ = ("k1", "b")
+    __slots__ = ("k1", "b", "language")
     K1_FIELD_NUMBER: _ClassVar[int]
     B_FIELD_NUMBER: _ClassVar[int]
+    LANGUAGE_FIELD_NUMBER: _ClassVar[int]
     k1: float
     b: float
-    def __init__(self, k1: _Optional[float] = ..., b: _Optional[float] = ...) -> None: ...
+    language: str
+    def __init__(self, k1: _Optional[float] = ..., b: _Optional[float] = ..., language: _Optional[str] = ...) -> None: ...
 
 class CreateCorpusRequest(_message.Message):
     __slots__ = ("corpus_id", "fingerprint", "bm25")

@@ -3,7 +3,7 @@
 Per corpus, an alias `<index_prefix><corpus id, lowercased>` over one generation index
 `<alias>-g<N>-<token>`:
     settings   1 shard (exact collection statistics), a BM25 similarity with the corpus's k1 and b
-    mappings   doc_id (keyword), title and text (the built-in `english` analyzer, that similarity)
+    mappings   doc_id (keyword), title and text (the language's built-in analyzer, that similarity)
     _meta      irforge's bookkeeping: corpus id, fingerprint, settings, state, document count
 Every ingest writes a new generation (a copy of the committed documents plus the new ones) and
 commits by switching the alias in one atomic update_aliases call, so searches never see a partial
@@ -33,12 +33,12 @@ from irforge.corpus.lexical.base import (
 from irforge.corpus.lexical.elasticsearch_connection import (
     CLIENT_VERSION, MAX_RESULT_WINDOW, MSEARCH_CHUNK, ElasticsearchConnection, error_reason, ranked_search_body,
 )
+from irforge.corpus.lexical.elasticsearch_analyzers import analyzer_name, describe
 from irforge.corpus.settings import Bm25Settings
 from irforge.data.types import Document, Query
 from irforge.ranking import Ranking
 
 SIMILARITY = "irforge_bm25"
-ANALYZER = "english"
 FIELDS = ["title", "text"]
 TIE_BREAKER = 0.5
 _SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")   # the embedded backend's rule
@@ -47,7 +47,7 @@ _GENERATION = re.compile(r"-g(\d{6})-[0-9a-f]{8}$")
 
 def index_body(settings: Bm25Settings, meta: dict, *, replicas: int = 0) -> dict:
     """`settings` and `mappings` for indices.create."""
-    field = {"type": "text", "analyzer": ANALYZER, "similarity": SIMILARITY}
+    field = {"type": "text", "analyzer": analyzer_name(settings.language), "similarity": SIMILARITY}
     return {
         "settings": {
             # One shard: BM25's document frequencies and average length then cover the whole
@@ -84,8 +84,8 @@ def elasticsearch_config(settings: Bm25Settings, server_version: str) -> dict:
         "similarity": "BM25 (Lucene)",
         "k1": settings.k1,
         "b": settings.b,
-        "analyzer": "english (Elasticsearch built-in: standard tokenizer, possessive, lowercase, "
-                    "English stopwords, Porter stemmer)",
+        "language": settings.language,
+        "analyzer": describe(settings.language),
         "fields": "title and text as separate fields",
         "query": f"multi_match best_fields tie_breaker {TIE_BREAKER}",
         "shards": 1,
@@ -162,6 +162,9 @@ class ElasticsearchBackend(ElasticsearchConnection, LexicalBackend):
         return sorted(n for n in names if _GENERATION.search(n) and n.startswith(alias + "-g"))
 
     def create(self, corpus_id: str, fingerprint: str, settings: Bm25Settings) -> CorpusInfo:
+        if analyzer_name(settings.language) is None:
+            raise CorpusError(f"Elasticsearch has no built-in analyzer for {settings.analyzer.language.name} "
+                              f"({settings.language}); use the embedded backend, which analyses it")
         alias = self._index(corpus_id)
         with self._lock:
             meta = {
@@ -185,7 +188,7 @@ class ElasticsearchBackend(ElasticsearchConnection, LexicalBackend):
                     f"index {alias!r} already holds a corpus whose id differs from {corpus_id!r} only in case; "
                     "use another corpus id"
                 )
-            if existing["fingerprint"] != fingerprint or existing["settings"] != settings.as_dict():
+            if existing["fingerprint"] != fingerprint or Bm25Settings(**existing["settings"]) != settings:
                 raise CorpusConflict(
                     f"corpus {corpus_id!r} exists with fingerprint {existing['fingerprint'][:12]} and settings "
                     f"{existing['settings']}; delete it or use another corpus id"

@@ -27,6 +27,7 @@ import numpy as np
 import Stemmer
 from bm25s.tokenization import Tokenizer
 
+from irforge.analysis.analyzer import ENGLISH_PATTERN
 from irforge.common.files import write_json_atomic, writing
 from irforge.common.locks import ExclusiveLock, LockHeld
 from irforge.corpus.lexical.base import (
@@ -37,9 +38,6 @@ from irforge.corpus.settings import Bm25Settings
 from irforge.data.types import Document, Query
 from irforge.ranking import Ranking
 
-TOKEN_PATTERN = r"(?u)\b\w\w+\b"  # bm25s/scikit-learn default: words of two or more characters
-STEMMER_LANGUAGE = "english"
-STOPWORDS = "en"
 EMPTY_TOKEN = 0  # bm25s maps unknown and empty input to token 0; it must never match anything
 _SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
 _GENERATION = re.compile(r"^g\d{6}$")
@@ -47,7 +45,7 @@ LOAD_ATTEMPTS = 3  # a load that finds its generation gone re-reads meta.json: a
 
 
 def embedded_config(settings: Bm25Settings) -> dict:
-    """The full retrieval configuration, as recorded in results.json."""
+    """The full retrieval configuration, as recorded in results.json: the analysis included."""
     return {
         "implementation": "bm25s",
         "bm25s_version": metadata.version("bm25s"),
@@ -55,23 +53,17 @@ def embedded_config(settings: Bm25Settings) -> dict:
         "k1": settings.k1,
         "b": settings.b,
         "fields": "title + ' ' + text, stripped, indexed as one field",
-        "tokenizer": f"lowercase, regex {TOKEN_PATTERN}",
-        "stemmer": f"Snowball {STEMMER_LANGUAGE} (PyStemmer {metadata.version('PyStemmer')})",
-        "stopwords": f"bm25s '{STOPWORDS}' list ({len(_stopword_list())} words)",
+        **settings.analyzer.describe(),
     }
 
 
-def _stopword_list() -> list[str]:
-    from bm25s.stopwords import STOPWORDS_EN
-
-    return list(STOPWORDS_EN)
-
-
-def _new_tokenizer() -> Tokenizer:
-    return Tokenizer(
-        lower=True, splitter=TOKEN_PATTERN, stopwords=STOPWORDS,
-        stemmer=Stemmer.Stemmer(STEMMER_LANGUAGE).stemWord,
-    )
+def _new_tokenizer(settings: Bm25Settings) -> Tokenizer:
+    """bm25s's tokenizer (it keeps the word -> stem -> id vocabulary) over the language's analysis."""
+    analyzer = settings.analyzer
+    if analyzer.english:  # exactly the tokenizer English indexes were always built with
+        return Tokenizer(lower=True, splitter=ENGLISH_PATTERN, stopwords="en",
+                         stemmer=Stemmer.Stemmer("english").stemWord)
+    return Tokenizer(lower=False, splitter=analyzer.words, stopwords=sorted(analyzer.stopwords), stemmer=analyzer.stem)
 
 
 class _TokenLists:
@@ -145,7 +137,7 @@ class EmbeddedBackend(LexicalBackend):
         with self._lock:
             meta = self._read_meta(corpus_id)
             if meta is not None:
-                if meta["fingerprint"] != fingerprint or meta["settings"] != settings.as_dict():
+                if meta["fingerprint"] != fingerprint or Bm25Settings(**meta["settings"]) != settings:
                     raise CorpusConflict(
                         f"corpus {corpus_id!r} exists with fingerprint {meta['fingerprint'][:12]} and settings "
                         f"{meta['settings']}; delete it or use another corpus id"
@@ -187,7 +179,7 @@ class EmbeddedBackend(LexicalBackend):
             lock.release()
 
     def _ingest_locked(self, corpus_id: str, meta: dict, batches: Iterable[list[Document]]) -> Iterator[IngestProgress]:
-        tokenizer, tokens = self._staged_tokens(corpus_id, meta)
+        tokenizer, tokens = self._staged_tokens(corpus_id, meta, Bm25Settings(**meta["settings"]))
         progress = IngestProgress()
         for batch in batches:
             progress.errors = []
@@ -212,9 +204,9 @@ class EmbeddedBackend(LexicalBackend):
         progress.committed = True
         yield progress.snapshot()
 
-    def _staged_tokens(self, corpus_id: str, meta: dict) -> tuple[Tokenizer, dict[str, np.ndarray]]:
+    def _staged_tokens(self, corpus_id: str, meta: dict, settings: Bm25Settings) -> tuple[Tokenizer, dict[str, np.ndarray]]:
         """The tokenizer and tokenized documents of the committed generation (empty when none)."""
-        tokenizer = _new_tokenizer()
+        tokenizer = _new_tokenizer(settings)
         tokens: dict[str, np.ndarray] = {}
         if meta.get("generation"):
             folder = self._dir(corpus_id) / meta["generation"]
@@ -298,7 +290,8 @@ class EmbeddedBackend(LexicalBackend):
                 if loaded is not None and loaded.generation == meta["generation"]:
                     return loaded
                 try:
-                    loaded = self._load_generation(self._dir(corpus_id) / meta["generation"], meta["generation"])
+                    loaded = self._load_generation(self._dir(corpus_id) / meta["generation"], meta["generation"],
+                                                   Bm25Settings(**meta["settings"]))
                 except FileNotFoundError:
                     # Another process committed twice since we read meta.json and removed this
                     # generation; the newer one is complete, so read meta.json again.
@@ -310,12 +303,12 @@ class EmbeddedBackend(LexicalBackend):
         raise AssertionError("unreachable")
 
     @staticmethod
-    def _load_generation(folder: Path, generation: str) -> _Loaded:
+    def _load_generation(folder: Path, generation: str, settings: Bm25Settings) -> _Loaded:
         retriever = bm25s.BM25.load(str(folder / "index"), show_progress=False, verbosity=0)
         doc_ids = np.asarray(json.loads((folder / "doc_ids.json").read_text()), dtype=object)
         id_rank = np.empty(len(doc_ids), dtype=np.int64)
         id_rank[np.argsort(doc_ids.astype(str), kind="stable")] = np.arange(len(doc_ids))
-        tokenizer = _new_tokenizer()
+        tokenizer = _new_tokenizer(settings)
         tokenizer.load_vocab(str(folder / "tokenizer"))
         return _Loaded(generation, retriever, doc_ids, id_rank, tokenizer)
 

@@ -17,11 +17,11 @@ complete ones). Documents are shown to the LLM as title + text, cut at `max_docu
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from irforge.analysis.analyzer import counted_words
 from irforge.generation.collection import Generated
 from irforge.generation.documents import Doc
 from irforge.generation.engine import Ask, Engine, Stage
@@ -80,7 +80,8 @@ def stages(names: list[str], templates: Path | None) -> dict[str, Stage]:
 
 
 def words(text: str) -> list[str]:
-    return re.findall(r"[^\W_]+", text.lower())
+    """The words the copy check compares: one per character in unspaced scripts (irforge.analysis)."""
+    return counted_words(text)
 
 
 def copied_ngrams(query: str, document: str, n: int = 4) -> int:

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from collections.abc import Iterator
 
+from irforge.analysis.detect import Detection, MixedLanguages, detect
+from irforge.analysis.languages import UnknownLanguage, language
 from irforge.common.iterables import chunked
 from irforge.common.progress import ProgressFactory
 from irforge.corpus.core import SEARCH_CHUNK
+from irforge.corpus.errors import CorpusError
 from irforge.corpus.lexical.base import CorpusState, document_id_problem
 from irforge.corpus.settings import Bm25Settings
 from irforge.data import BeirDataset
+from irforge.data.errors import DataFormatError
 from irforge.data.types import Document, Query, Run
 from irforge.pipeline.latency import LatencyRecorder, batch_basis
 from irforge.pipeline.retrievers.base import CorpusTracker, count_lines, safe_name
@@ -19,8 +25,49 @@ BASIS = batch_basis(SEARCH_CHUNK, "batch search calls to the corpus service", "n
 
 
 def corpus_id_for(dataset_name: str, fingerprint: str, settings: Bm25Settings) -> str:
-    """Same corpus bytes and settings -> same index, on every backend; anything else -> a new one."""
-    return f"{safe_name(dataset_name)}-{fingerprint[:16]}-bm25-k1-{settings.k1:g}-b-{settings.b:g}"
+    """Same corpus bytes and settings -> same index, on every backend; anything else -> a new one.
+    The analysis is part of it (English's identity is empty: English indexes keep their names)."""
+    analysis = settings.analyzer.identity
+    return (f"{safe_name(dataset_name)}-{fingerprint[:16]}-bm25-k1-{settings.k1:g}-b-{settings.b:g}"
+            + (f"-{analysis}" if analysis else ""))
+
+
+def dataset_language(dataset: BeirDataset) -> str | None:
+    """The language the dataset names in its dataset.json (`"language": "zh"`), or None."""
+    path = dataset.root / "dataset.json"
+    if not path.is_file():
+        return None
+    try:
+        declared = json.loads(path.read_text(encoding="utf-8")).get("language")
+    except (ValueError, AttributeError):
+        raise CorpusError(f"{path}: not a JSON object; it should hold e.g. {{\"language\": \"zh\"}}") from None
+    return declared if isinstance(declared, str) and declared.strip() else None
+
+
+def _texts_until_a_bad_line(dataset: BeirDataset) -> Iterator[str]:
+    """The corpus's texts for detection, ending quietly at a line the reader refuses: the ingest
+    reads the corpus next and reports that line as it always did (on a remote service, from the
+    Ingest stream it opened)."""
+    try:
+        for document in dataset.corpus():
+            yield document.full_text
+    except DataFormatError:
+        return
+
+
+def corpus_language(dataset: BeirDataset, given: str | None) -> Detection:
+    """--language, else the dataset's own, else detected from its corpus (CorpusError: mixed, unknown)."""
+    try:
+        if given:
+            return Detection(language(given).code, "given")
+        declared = dataset_language(dataset)
+        if declared:   # an unknown code fails here, naming the file
+            return Detection(language(declared).code, "dataset")
+        return detect(_texts_until_a_bad_line(dataset), f"corpus {dataset.name}")
+    except UnknownLanguage as error:
+        raise CorpusError(f"{dataset.root / 'dataset.json'}: {error}") from None
+    except MixedLanguages as error:
+        raise CorpusError(str(error)) from None
 
 
 def reuse_problem(info, fingerprint: str, tracker: CorpusTracker, dataset: BeirDataset) -> str | None:
@@ -39,10 +86,12 @@ def reuse_problem(info, fingerprint: str, tracker: CorpusTracker, dataset: BeirD
 class Bm25Retriever:
     name = "bm25"
 
-    def __init__(self, corpus, settings: Bm25Settings, progress: ProgressFactory):
+    def __init__(self, corpus, settings: Bm25Settings, progress: ProgressFactory, language: str | None = None):
         self.corpus = corpus
         self.settings = settings
         self.progress = progress
+        self.language = language      # --language; None: the dataset's, else detected
+        self.languages: dict = {}
         self.corpus_id = ""
         self.info = None
         self._counts = {"documents_ingested": 0, "ingest_skipped": False}
@@ -52,6 +101,9 @@ class Bm25Retriever:
         self.latency = recorder
 
     def prepare(self, dataset: BeirDataset, fingerprint: str, tracker: CorpusTracker) -> None:
+        found = corpus_language(dataset, self.language)
+        self.languages = {"corpus": found.as_dict()}
+        self.settings = dataclasses.replace(self.settings, language=found.language)
         self.corpus_id = corpus_id_for(dataset.name, fingerprint, self.settings)
         info = self.corpus.find_corpus(self.corpus_id)
         if info is not None and info.state == CorpusState.READY:
@@ -64,8 +116,13 @@ class Bm25Retriever:
         self.corpus.create_corpus(self.corpus_id, fingerprint, self.settings)
         bar = self.progress(f"indexing {dataset.name} (bm25)", count_lines(dataset.corpus_path), "doc")
 
+        analyzer = self.settings.analyzer
+        empty: list[str] = []
+
         def batches() -> Iterator[list[Document]]:
             for batch in chunked(tracker.observe(dataset.corpus()), INGEST_BATCH):
+                # A document with no term matches no query: counted, never silent.
+                empty.extend(d.doc_id for d in batch if not any(w not in analyzer.stopwords for w in analyzer.words(d.full_text)))
                 yield batch
                 bar.update(len(batch))
 
@@ -76,11 +133,33 @@ class Bm25Retriever:
                     tracker.record_error(error.doc_id, error.message)
         finally:
             bar.close()
+        self._counts["documents_without_terms"] = len(empty)
+        self._counts["documents_without_terms_examples"] = empty[:5]
         self.info = self.corpus.find_corpus(self.corpus_id)
 
     def retrieve(self, queries: list[Query], k: int) -> Run:
+        self._check_queries(queries)
         with self.latency.answering(len(queries)):
             return self._retrieve(queries, k)
+
+    def _check_queries(self, queries: list[Query]) -> None:
+        """Record the queries' language (warn when it is not the corpus's) and the queries that
+        analyse to no term at all: they cannot retrieve anything, and must not pass unseen."""
+        analyzer = self.settings.analyzer
+        if self.language is None:   # recorded with the counts: the description is known before any query
+            try:
+                found = detect((q.text for q in queries), "query set")
+            except MixedLanguages as error:
+                found = Detection("mixed", "detected")
+                self._counts["queries_language_note"] = str(error)
+            self._counts["queries_language"] = found.as_dict()
+            if found.how == "detected" and found.language != analyzer.language.code:
+                self._counts["language_warning"] = (
+                    f"the queries look {found.language}, the corpus {analyzer.language.code}: both are analysed as "
+                    f"{analyzer.language.code} (--language overrides)")
+        empty = [q for q in queries if not analyzer.terms(q.text)]
+        self._counts["queries_without_terms"] = len(empty)
+        self._counts["queries_without_terms_examples"] = [{"query_id": q.query_id, "text": q.text[:200]} for q in empty[:5]]
 
     def _retrieve(self, queries: list[Query], k: int) -> Run:
         bar = self.progress("retrieving (bm25)", len(queries), "query")
@@ -97,7 +176,7 @@ class Bm25Retriever:
 
     def describe(self) -> dict:
         return {"name": self.name, "backend": self.info.backend if self.info else None,
-                "corpus_id": self.corpus_id, **(self.info.config if self.info else {})}
+                "corpus_id": self.corpus_id, **(self.info.config if self.info else {}), "languages": self.languages}
 
     def counts(self) -> dict:
         return dict(self._counts)
