@@ -9,11 +9,9 @@ from __future__ import annotations
 import functools
 import gzip
 import hashlib
-import importlib.util
 import io
 import json
 import os
-import sys
 import zipfile
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
@@ -24,18 +22,8 @@ from irforge.cli.main import main
 from irforge.datasets.limits import RATIO_FLOOR, Caps, Limits
 from irforge.datasets.store import MARKER
 
-HERE = Path(__file__).resolve().parent
+from ..datasets import http_stand_ins as stand_ins
 
-
-def _load(path: Path, name: str):
-    if name not in sys.modules:
-        module_spec = importlib.util.spec_from_file_location(name, path)
-        sys.modules[name] = importlib.util.module_from_spec(module_spec)
-        module_spec.loader.exec_module(sys.modules[name])
-    return sys.modules[name]
-
-
-stand_ins = _load(HERE.parent / "datasets" / "http_stand_ins.py", "irforge_datasets_http_stand_ins")
 ZEROS = RATIO_FLOOR + (2 << 20)   # a bomb just big enough for the ratio to count: 12 MiB of zeros in ~12 KB
 
 

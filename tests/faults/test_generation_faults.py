@@ -7,9 +7,7 @@ double: a paid API); the documents are real SciFact ones."""
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,18 +15,7 @@ import yaml
 
 from irforge.cli.main import main
 
-HERE = Path(__file__).resolve().parent
-
-
-def _load(path: Path, name: str):
-    if name not in sys.modules:
-        module_spec = importlib.util.spec_from_file_location(name, path)
-        sys.modules[name] = importlib.util.module_from_spec(module_spec)
-        module_spec.loader.exec_module(sys.modules[name])
-    return sys.modules[name]
-
-
-scripted = _load(HERE.parent / "judge" / "scripted_chat.py", "irforge_judge_tests_scripted_chat")
+from ..judge import scripted_chat as scripted
 
 
 @pytest.fixture()

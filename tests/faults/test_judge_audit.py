@@ -6,9 +6,7 @@ see tests/judge/audit_stand_ins.py; the embedded judge is the real all-MiniLM-L6
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,19 +15,9 @@ import yaml
 from irforge.cli.main import main
 from irforge.judge.base import JudgePair, text_sha256
 
-ROOT = Path(__file__).resolve().parents[2]
+from ..judge import scripted_chat as scripted
 
 
-def _load(name: str):
-    module_name = f"irforge_faults_{name}"
-    if module_name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(module_name, ROOT / "tests" / "judge" / f"{name}.py")
-        sys.modules[module_name] = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(sys.modules[module_name])
-    return sys.modules[module_name]
-
-
-scripted = _load("scripted_chat")
 SAMPLE = "12"
 
 
@@ -43,11 +31,15 @@ def library():
 
 
 def obeying(prompt: str) -> str:
-    return _load("audit_stand_ins").obeying(prompt)
+    from ..judge import audit_stand_ins   # imports the audit's manipulations: here, not at collection
+
+    return audit_stand_ins.obeying(prompt)
 
 
 def honest(prompt: str) -> str:
-    return _load("audit_stand_ins").honest(prompt)
+    from ..judge import audit_stand_ins
+
+    return audit_stand_ins.honest(prompt)
 
 
 @pytest.fixture(scope="module")

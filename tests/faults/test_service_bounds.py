@@ -6,10 +6,7 @@ user gives a job or a listing is bounded before protobuf or SQLite sees it. Real
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
 
 import grpc
 import pytest
@@ -37,6 +34,9 @@ from irforge.orchestrator.errors import JobNotFound, JobSpecError
 from irforge.orchestrator.spec import JobSpec
 from irforge.orchestrator.store import JobState
 from irforge.v1 import orchestrator_pb2, orchestrator_pb2_grpc
+
+from ..judge import scripted_chat as scripted
+from .test_tls import pki   # noqa: F401 (a fixture) the self-signed CA and 127.0.0.1 certificates test_tls.py makes
 
 
 HUGE = 99_999_999_999   # past int32 (protobuf) and, squared, past int64 (SQLite)
@@ -161,10 +161,6 @@ def test_the_orchestrator_refuses_a_limit_sqlite_cannot_hold(orchestrator):
 
 # -- 3. TLS per channel -----------------------------------------------------------------------------
 
-_tls_tests = importlib.util.spec_from_file_location("irforge_faults_tls_pki", Path(__file__).with_name("test_tls.py"))
-_tls_module = importlib.util.module_from_spec(_tls_tests)
-_tls_tests.loader.exec_module(_tls_module)
-pki = _tls_module.pki   # the self-signed CA and 127.0.0.1 certificates test_tls.py makes
 CHANNELS_VARIABLE = "IRFORGE_TLS_CHANNELS"
 
 
@@ -214,12 +210,6 @@ def test_a_bad_channel_tls_setting_is_a_user_error(tls_env, tiny_dataset, tmp_pa
 
 
 # -- 4. a storm of 429s opens the breaker ---------------------------------------------------------
-
-_chat_spec = importlib.util.spec_from_file_location("irforge_faults_bounds_chat",
-                                                    Path(__file__).parents[1] / "judge" / "scripted_chat.py")
-scripted = importlib.util.module_from_spec(_chat_spec)
-sys.modules[_chat_spec.name] = scripted
-_chat_spec.loader.exec_module(scripted)
 
 
 @pytest.fixture()
