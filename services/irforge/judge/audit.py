@@ -35,7 +35,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from irforge.judge.base import DEFAULT_RELEVANT_FROM, JudgePair
-from irforge.judge.calibration import LabelledPair, labelled_strata, stratified_sample
+from irforge.judge.calibration import LabelledPair, labelled_strata, sampled_pairs, stratified_sample
 from irforge.judge.errors import JudgeError
 from irforge.judge.flagged import screen_holes
 from irforge.judge.manipulations import MANIPULATIONS, Manipulation
@@ -163,13 +163,7 @@ def draw_sample(dataset, settings: AuditSettings, negatives_run) -> AuditSample:
         raise AuditError(f"{dataset.qrels_path(settings.split)}: no judged query to sample")
     run = negatives_run(dataset, [Query(query_id=q, text=t) for q, t in sorted(queries.items())], settings.negatives_depth)
     sample = stratified_sample(labelled_strata(qrels, run), settings.sample, settings.seed)
-    wanted = {pair.doc_id for pair in sample}
-    documents = {d.doc_id: d.full_text for d in dataset.corpus() if d.doc_id in wanted}
-    missing = sorted(wanted - set(documents))
-    if missing:
-        raise AuditError(f"{dataset.corpus_path}: {len(missing)} sampled documents are not in the corpus "
-                         f"(e.g. {missing[0]!r}); the qrels and corpus disagree")
-    pairs = [JudgePair(p.query_id, queries[p.query_id], p.doc_id, documents[p.doc_id]) for p in sample]
+    pairs = sampled_pairs(dataset, sample, queries, error=AuditError, what="sampled")
     levels = sorted({p.human for p in sample})
     about = {
         "requested": settings.sample, "drawn": len(sample), "seed": settings.seed, "split": settings.split,

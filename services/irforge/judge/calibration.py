@@ -240,15 +240,18 @@ class CalibrationSettings:
             raise CalibrationError(f"the held-out share must be within (0, 1), got {self.held_out_share}")
 
 
-def _pairs(dataset, sample: list[LabelledPair], queries: dict[str, str]) -> list:
+def sampled_pairs(dataset, sample: list[LabelledPair], queries: dict[str, str], *,
+                  error: type[Exception] = CalibrationError, what: str = "labelled") -> list:
+    """The judge pairs of a drawn sample, their documents read in one pass over the corpus;
+    `error` (naming the documents `what`) when a sampled document is not in the corpus."""
     from irforge.judge.base import JudgePair
 
     wanted = {p.doc_id for p in sample}
     documents = {d.doc_id: d.full_text for d in dataset.corpus() if d.doc_id in wanted}
     missing = sorted(wanted - set(documents))
     if missing:
-        raise CalibrationError(f"{dataset.corpus_path}: {len(missing)} labelled documents are not in the corpus "
-                               f"(e.g. {missing[0]!r}); the qrels and corpus disagree")
+        raise error(f"{dataset.corpus_path}: {len(missing)} {what} documents are not in the corpus "
+                    f"(e.g. {missing[0]!r}); the qrels and corpus disagree")
     return [JudgePair(p.query_id, queries[p.query_id], p.doc_id, documents[p.doc_id]) for p in sample]
 
 
@@ -275,7 +278,7 @@ def calibrate(dataset_dir, settings: CalibrationSettings, backend, store=None, *
         negatives = negatives_run(dataset, [_query(q, t) for q, t in sorted(queries.items())], NEGATIVE_DEPTH)
     sample = stratified_sample(labelled_strata(qrels, negatives), settings.sample, settings.seed)
     fit_part, held_part = split_by_query(sample, settings.seed, settings.held_out_share)
-    pairs = _pairs(dataset, sample, queries)
+    pairs = sampled_pairs(dataset, sample, queries)
     position = {(p.query_id, p.doc_id): i for i, p in enumerate(sample)}
     human_levels = sorted({0} | {level for judged in qrels.values() for level in judged.values() if level > 0})
 
