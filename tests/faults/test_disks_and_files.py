@@ -89,6 +89,13 @@ def compare_case(tmp_path: Path, kind: str) -> tuple[list[str], str]:
     return ["compare", str(bad), str(bad), "--out", str(tmp_path / "out")], f"{bad}: the results.json given is {WHAT[kind]}"
 
 
+def spec_file_case(tmp_path: Path, kind: str, command: str, flag: str, what: str) -> tuple[list[str], str]:
+    # Read before anything else happens (no orchestrator, no dataset needed): the one YAML reader.
+    bad = special(kind, tmp_path / "spec.yaml")
+    extra = ["--out", str(tmp_path / "out")] if command == "bench" else []
+    return [command, flag, str(bad), *extra], f"{what} {bad} is {WHAT[kind]}, not a regular file"
+
+
 NOT_REGULAR = {
     "metrics-qrels": lambda tmp, kind: metrics_case(tmp, kind, "qrels"),
     "metrics-run": lambda tmp, kind: metrics_case(tmp, kind, "run"),
@@ -98,6 +105,9 @@ NOT_REGULAR = {
     "eval-config": config_case,
     "report-input": report_case,
     "compare-results": compare_case,
+    "bench-suite": lambda tmp, kind: spec_file_case(tmp, kind, "bench", "--suite", "suite file"),
+    "submit-spec": lambda tmp, kind: spec_file_case(tmp, kind, "submit", "--spec", "job spec"),
+    "submit-suite": lambda tmp, kind: spec_file_case(tmp, kind, "submit", "--suite", "suite file"),
 }
 
 

@@ -8,8 +8,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
 
+from irforge.common.files import read_yaml
 from irforge.evaluator.measures import MeasureError, parse_measures
 
 SUITE_FIELDS = ("name", "split", "measures", "datasets")
@@ -53,12 +53,7 @@ def suite_from_datasets(datasets: list[str], split: str, name: str) -> Suite:
 
 def load_suite(path: str | Path) -> Suite:
     path = Path(path)
-    try:
-        mapping = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as error:
-        raise SuiteError(f"cannot read suite file {path}: {error.strerror}") from None
-    except yaml.YAMLError as error:
-        raise SuiteError(f"suite file {path} is not valid YAML: {error}") from None
+    mapping = read_yaml(path, "suite file", SuiteError)
 
     def bad(field: str, message: str):
         raise SuiteError(f"suite file {path}: field {field!r}: {message}")

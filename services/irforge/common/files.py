@@ -130,6 +130,23 @@ def not_a_regular_file(path: str | Path) -> str | None:
     return next((kind for test, kind in _KINDS if test(mode)), "not a file")
 
 
+def read_yaml(path: str | Path, what: str, error: type[Exception], formats: str = "YAML") -> Any:
+    """The YAML document in the file `path` (a configuration, job spec or suite file the user
+    names), or `error` naming `what` and the path: not a regular file (checked before open(), as
+    every input is), unreadable, or not valid `formats`."""
+    import yaml   # not every command reads YAML: loaded when one does
+
+    kind = not_a_regular_file(path)
+    if kind:   # a FIFO would block the read, /dev/zero never end it
+        raise error(f"{what} {path} is {kind}, not a regular file")
+    try:
+        return yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except OSError as problem:
+        raise error(f"cannot read {what} {path}: {problem.strerror}") from None
+    except yaml.YAMLError as problem:
+        raise error(f"{what} {path} is not valid {formats}: {problem}") from None
+
+
 class atomic_write:
     """Context manager: write to a temporary file beside `path`, rename over it on success.
 

@@ -12,7 +12,7 @@ from typing import TypeVar
 
 import yaml
 
-from irforge.common.files import not_a_regular_file
+from irforge.common.files import read_yaml
 from irforge.config.options import ConfigError, UnknownOption, coerce, is_section, leaves, leaves_by_name, nearest, plain
 from irforge.config.options import _hints
 
@@ -106,15 +106,7 @@ def load(cls: type[T], path: str | Path) -> T:
     run's results.json, whose `config` it takes (so `--config runs/x/results.json` runs that
     configuration again). Relative paths in it stay as written (relative to where the command
     runs, as a flag's would)."""
-    kind = not_a_regular_file(path)
-    if kind:   # a FIFO would block the read, /dev/zero never end it
-        raise ConfigError(f"configuration {path} is {kind}, not a regular file")
-    try:
-        mapping = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except OSError as error:
-        raise ConfigError(f"cannot read configuration {path}: {error.strerror}") from None
-    except yaml.YAMLError as error:
-        raise ConfigError(f"configuration {path} is not valid YAML or JSON: {error}") from None
+    mapping = read_yaml(path, "configuration", ConfigError, formats="YAML or JSON")
     if isinstance(mapping, dict) and "metrics" in mapping and isinstance(mapping.get("config"), dict):
         mapping = mapping["config"]   # a results.json: the configuration it records
     elif isinstance(mapping, dict) and "metrics" in mapping:

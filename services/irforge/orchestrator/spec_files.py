@@ -7,9 +7,9 @@ from __future__ import annotations
 from dataclasses import asdict, replace
 from pathlib import Path
 
-import yaml
 from google.protobuf import json_format
 
+from irforge.common.files import read_yaml
 from irforge.config import ConfigError, PipelineConfig, from_mapping as config_from_mapping, to_mapping
 from irforge.config.values import changed_mapping
 from irforge.datasets import DatasetError, is_dataset_name, resolve_dataset
@@ -97,12 +97,7 @@ PIPELINE_PATHS = (("dataset",), ("endpoint", "spec"), ("rerank", "endpoint"), ("
 
 
 def from_yaml(path: Path) -> JobSpec:
-    try:
-        mapping = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except OSError as error:
-        raise JobSpecError(f"cannot read job spec {path}: {error.strerror}") from None
-    except yaml.YAMLError as error:
-        raise JobSpecError(f"job spec {path} is not valid YAML: {error}") from None
+    mapping = read_yaml(path, "job spec", JobSpecError)
     spec = from_mapping(mapping, source=str(path))
     # Relative paths in a spec file mean: relative to the file (resolved where it is submitted).
     base = Path(path).resolve().parent
