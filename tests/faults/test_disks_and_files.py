@@ -96,6 +96,15 @@ def spec_file_case(tmp_path: Path, kind: str, command: str, flag: str, what: str
     return [command, flag, str(bad), *extra], f"{what} {bad} is {WHAT[kind]}, not a regular file"
 
 
+def eval_spec_case(tmp_path: Path, kind: str, flags: list[str], what: str) -> tuple[list[str], str]:
+    # A judge or endpoint spec: "not found" sent users looking for a file that is there.
+    dataset = write_files(tmp_path / "ds", GOOD_BEIR)
+    bad = special(kind, tmp_path / "spec.yaml")
+    argv = ["eval", "--dataset", str(dataset), "--out", str(tmp_path / "out"), "--index-dir", str(tmp_path / "idx"),
+            *flags, str(bad)]
+    return argv, f"{what} {bad} is {WHAT[kind]}, not a regular file"
+
+
 NOT_REGULAR = {
     "metrics-qrels": lambda tmp, kind: metrics_case(tmp, kind, "qrels"),
     "metrics-run": lambda tmp, kind: metrics_case(tmp, kind, "run"),
@@ -108,6 +117,8 @@ NOT_REGULAR = {
     "bench-suite": lambda tmp, kind: spec_file_case(tmp, kind, "bench", "--suite", "suite file"),
     "submit-spec": lambda tmp, kind: spec_file_case(tmp, kind, "submit", "--spec", "job spec"),
     "submit-suite": lambda tmp, kind: spec_file_case(tmp, kind, "submit", "--suite", "suite file"),
+    "eval-judge-spec": lambda tmp, kind: eval_spec_case(tmp, kind, ["--fill-holes", "10", "--judge"], "judge spec"),
+    "eval-endpoint-spec": lambda tmp, kind: eval_spec_case(tmp, kind, ["--endpoint"], "endpoint spec"),
 }
 
 

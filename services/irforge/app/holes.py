@@ -32,11 +32,11 @@ class JudgeChoice:
         policy that cannot run (before any work)."""
         from irforge.config.rules import flagged_problem
 
-        if self.judge != "embedded" and not Path(self.judge).is_file():
+        if self.judge != "embedded" and not Path(self.judge).exists():   # reading it says what else it is
             raise UsageError(f"--judge {self.judge}: neither 'embedded' nor an existing judge spec file")
         if problem := flagged_problem(self):
             raise UsageError(problem)
-        if self.second_judge and self.second_judge != "embedded" and not Path(self.second_judge).is_file():
+        if self.second_judge and self.second_judge != "embedded" and not Path(self.second_judge).exists():
             raise UsageError(f"--second-judge {self.second_judge}: neither 'embedded' nor an existing judge spec file")
 
     def open(self):

@@ -143,6 +143,8 @@ def read_yaml(path: str | Path, what: str, error: type[Exception], formats: str 
         return yaml.safe_load(Path(path).read_text(encoding="utf-8"))
     except OSError as problem:
         raise error(f"cannot read {what} {path}: {problem.strerror}") from None
+    except UnicodeDecodeError as problem:
+        raise error(f"cannot read {what} {path}: not UTF-8 text ({problem.reason} at byte {problem.start})") from None
     except yaml.YAMLError as problem:
         raise error(f"{what} {path} is not valid {formats}: {problem}") from None
 

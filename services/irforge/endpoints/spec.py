@@ -25,10 +25,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import yaml
-
 from irforge.common.allowed_roots import checked
 from irforge.common.api_keys import key_from_environment
+from irforge.common.files import read_yaml
 from irforge.common.redact import host_of, redact_url
 from irforge.common.tls import spec_file
 from irforge.endpoints.errors import EndpointSpecError
@@ -102,12 +101,9 @@ class EndpointSpec:
     @classmethod
     def from_file(cls, path: str | Path) -> "EndpointSpec":
         path = checked(path, "endpoint spec")
-        if not path.is_file():
+        if not path.exists():
             raise EndpointSpecError(f"{path}: endpoint spec not found")
-        try:
-            data = yaml.safe_load(path.read_text())
-        except yaml.YAMLError as error:
-            raise EndpointSpecError(f"{path}: not valid YAML ({error})") from None
+        data = read_yaml(path, "endpoint spec", EndpointSpecError)
         return cls.from_dict(data, source=str(path))
 
     @classmethod

@@ -29,7 +29,7 @@ def open_backend(judge: str | Path | None = EMBEDDED, *, thresholds_path: Path |
 
         return EmbeddedJudge.load(thresholds_path, cache_path=cache_path)
     path = Path(judge)
-    if not path.is_file():
+    if not path.exists():   # a FIFO or a folder is named as such by the spec's reader
         raise JudgeSpecError(f"--judge {judge}: neither 'embedded' nor an existing judge spec file")
     if thresholds_path is not None:
         raise JudgeSpecError(f"--thresholds applies to the embedded judge only, not to the judge spec {path}")

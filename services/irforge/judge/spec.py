@@ -35,10 +35,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import yaml
-
 from irforge.common.allowed_roots import checked
 from irforge.common.api_keys import key_from_environment
+from irforge.common.files import read_yaml
 from irforge.common.redact import host_of, redact_url
 from irforge.common.tls import spec_file
 from irforge.judge.errors import JudgeSpecError
@@ -131,12 +130,9 @@ class JudgeSpec:
     @classmethod
     def from_file(cls, path: str | Path) -> JudgeSpec:
         path = checked(path, "judge spec")
-        if not path.is_file():
+        if not path.exists():
             raise JudgeSpecError(f"{path}: judge spec not found")
-        try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except (yaml.YAMLError, UnicodeDecodeError) as error:
-            raise JudgeSpecError(f"{path}: not valid YAML ({error})") from None
+        data = read_yaml(path, "judge spec", JudgeSpecError)
         return cls.from_dict(data, source=str(path))
 
     @classmethod
