@@ -121,3 +121,29 @@ def test_a_hand_started_second_orchestrator_on_the_same_state_is_refused(tmp_pat
     finally:
         first.send_signal(signal.SIGTERM)
         first.wait(30)
+
+
+def test_services_are_started_safely_while_grpc_is_busy_in_serve():
+    """serve health-checks each service over gRPC before starting the next: a fork() of a process
+    with live gRPC threads killed about one child in eight before exec (CI: the orchestrator died
+    with SIGABRT). Every child must start, however busy gRPC is."""
+    import grpc
+    from concurrent import futures
+
+    from irforge.cli.serve_cmd import spawn_service
+
+    server = grpc.server(futures.ThreadPoolExecutor(2))
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    failures = []
+    try:
+        for _ in range(60):
+            channel = grpc.insecure_channel(f"127.0.0.1:{port}")
+            grpc.channel_ready_future(channel).result(timeout=10)
+            child = spawn_service([sys.executable, "-c", "pass"], subprocess.DEVNULL, dict(os.environ))
+            if child.wait(30) != 0:
+                failures.append(child.returncode)
+            channel.close()
+    finally:
+        server.stop(None)
+    assert not failures, f"{len(failures)} of 60 children died before exec: {failures}"

@@ -90,21 +90,19 @@ def _start(role: str, extra: list[str], args, env: dict, logs: Path) -> ServiceP
     log = logs / f"{role}.log"
     command = [sys.executable, "-m", "irforge.cli.main", "service", role, "--host", args.host, "--port", str(_port(args, role)), *extra]
     with open(log, "wb") as output:
-        # Its own session: a terminal's Ctrl-C reaches serve only, which then stops each service in
-        # order; and killpg reaches everything the service started (Ray's raylet and workers).
-        process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT,
-                                   env=env, start_new_session=True, preexec_fn=_die_with_parent)
+        process = spawn_service(command, output, env)
     return ServiceProcess(role, process, log)
 
 
-def _die_with_parent() -> None:
-    """In the child, before exec: Linux sends it SIGTERM when serve dies, even by kill -9 (the
-    service then stops cleanly, Ray included). Elsewhere the service's parent watch does it."""
-    if sys.platform.startswith("linux"):
-        import ctypes
-
-        PR_SET_PDEATHSIG = 1
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+def spawn_service(command: list[str], output, env: dict) -> subprocess.Popen:
+    # Its own session: a terminal's Ctrl-C reaches serve only, which then stops each service in
+    # order; and killpg reaches everything the service started (Ray's raylet and workers).
+    # No preexec_fn: it makes Popen fork() this process, whose gRPC (the health checks of the
+    # services started before) then runs in the child before exec and killed about one child in
+    # eight (SIGSEGV, or SIGABRT "ConsumeWakeup" in ev_epoll1_linux.cc). The service asks for its
+    # parent-death signal itself (service_cmd.die_with_parent).
+    return subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT,
+                            env=env, start_new_session=True)
 
 
 def _wait_healthy(service: ServiceProcess, timeout: float, host: str) -> None:

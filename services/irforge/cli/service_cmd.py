@@ -135,6 +135,7 @@ def run_service(args: argparse.Namespace) -> int:
             signal.signal(signum, lambda *_: stop.set())
         parent = os.environ.get(PARENT_PID_VARIABLE)
         if parent:  # started by `irforge serve`: never outlive it, even if it was killed with -9
+            die_with_parent()
             stop_when_parent_dies(int(parent), stop)
         start_observability(args.name, args.host, args.metrics_port, args.log_format, stack)
         try:
@@ -153,9 +154,20 @@ def run_service(args: argparse.Namespace) -> int:
     return 0
 
 
+def die_with_parent() -> None:
+    """Linux sends this process SIGTERM when its parent dies, even by kill -9 (the service then
+    stops cleanly, Ray included). Asked for here, after exec, rather than in a preexec_fn of the
+    parent; a parent that died before this call is caught by stop_when_parent_dies."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        PR_SET_PDEATHSIG = 1
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
 def stop_when_parent_dies(parent_pid: int, stop: threading.Event, poll_s: float = 0.5) -> None:
     """Set `stop` once `parent_pid` is gone (this process is re-parented). `irforge serve` also asks
-    Linux for SIGTERM on its death (PR_SET_PDEATHSIG); this poll covers other systems and the
+    Linux for SIGTERM on its death (die_with_parent); this poll covers other systems and the
     moment between fork and that request."""
 
     def watch():
