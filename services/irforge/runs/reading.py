@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from irforge.common.allowed_roots import checked
 from irforge.data.entries import EntryError, add_run_entry
 from irforge.data.errors import DataFormatError
 from irforge.data.textfile import numbered_lines, open_text, regular_input
@@ -53,7 +54,7 @@ def read_run_file(path: str | Path, format: str = "auto") -> GivenRun:
     and what is wrong; a path that is missing or not a regular file is refused the same way."""
     if format not in RUN_FORMATS:
         raise DataFormatError(path, f"unknown run format {format!r}; choose one of {', '.join(RUN_FORMATS)}")
-    path = regular_input(path, _WHAT)
+    path = regular_input(checked(path, _WHAT), _WHAT)   # an orchestrator's job reads only inside its allowed roots
     if format == "auto":
         format = _detect(path)
     if format == "json":
