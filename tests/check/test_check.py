@@ -154,6 +154,28 @@ def test_nan_in_a_gzipped_run(dataset, tmp_path):
     assert found["run-bad-scores"].count == 1
 
 
+def test_the_json_layout_counts_repeated_keys_nan_and_string_scores(dataset, tmp_path):
+    """Pyserini/ranx JSON: json.loads would let the repeated key win silently; check counts it."""
+    run = tmp_path / "run.json"
+    run.write_text('{"q1": {"d01": 2, "d01": 1, "d02": NaN, "d03": "1.5"}, "q2": {"d03": 1}, "q3": {"d04": 1}}')
+    report, found = run_findings(dataset, run)
+    assert report.runs[0].format == "json"
+    assert (found["run-duplicate-pairs"].count, found["run-duplicate-pairs"].details) == (1, {"with_another_score": 1})
+    assert (found["run-bad-scores"].count, found["run-bad-scores"].details) == (2, {"not_finite": 1, "not_a_number": 1})
+    assert report.runs[0].refused is not None and report.runs[0].pairs == 3
+
+
+def test_an_ms_marco_run_is_checked_as_the_reader_scores_it(dataset, tmp_path):
+    """qid docno rank: the one reader turns ranks into 1/rank; no tie, no error."""
+    run = tmp_path / "run.tsv"
+    run.write_text("".join(f"q1\td{n:02d}\t{n}\n" for n in range(1, 13)) + "q2\td03\t1\nq3\td04\t1\n")
+    report, found = run_findings(dataset, run)
+    assert (report.runs[0].format, report.runs[0].refused, len(report.runs[0].sha256)) == ("msmarco", None, 64)
+    assert set(found) == {"run-judged-at-10"}
+    # q1's top 10 by rank is d01-d10, of which d01 and d02 are judged: 2/10; q2 1/1; q3 1/1
+    assert found["run-judged-at-10"].details["judged_at_k"] == pytest.approx((0.2 + 1 + 1) / 3)
+
+
 # -- 5. a query scored against its own id (BEIR's rule) ------------------------------------------
 
 def test_a_query_scored_against_its_own_id(dataset, tmp_path):

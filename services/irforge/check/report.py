@@ -18,6 +18,8 @@ from irforge.check.run_scan import RunScan, scan_run
 @dataclass
 class RunReport:
     path: str
+    format: str
+    sha256: str                   # of the file's bytes, when the run reader accepted it
     lines: int
     queries: int
     pairs: int
@@ -26,7 +28,7 @@ class RunReport:
     findings: list[Finding] = field(default_factory=list)
 
     def as_dict(self) -> dict:
-        return {"path": self.path, "lines": self.lines, "queries": self.queries, "pairs": self.pairs, "tag": self.tag,
+        return {"path": self.path, "format": self.format, "sha256": self.sha256, "lines": self.lines, "queries": self.queries, "pairs": self.pairs, "tag": self.tag,
                 "readable_by_eval": self.refused is None, "refused": self.refused,
                 "findings": [f.as_dict() for f in self.findings]}
 
@@ -66,10 +68,11 @@ class CheckReport:
                 "findings": [f.as_dict() for f in self.findings], "runs": [run.as_dict() for run in self.runs]}
 
 
-def check(view: DatasetView, run_paths: Iterable[str | Path], *, keep_identical_ids: bool = False) -> CheckReport:
+def check(view: DatasetView, run_paths: Iterable[str | Path], *, run_format: str = "auto",
+          keep_identical_ids: bool = False) -> CheckReport:
     """Every rule over the dataset's split and each run. Runs are scanned before the corpus is
     streamed, so an unreadable run file is a usage error before the long pass."""
-    scans = [scan_run(path) for path in run_paths]
+    scans = [scan_run(path, run_format) for path in run_paths]
     wanted = {d for judged in view.qrels.qrels.values() for d in judged}
     for scan in scans:
         for docs in scan.entries.values():
@@ -88,7 +91,7 @@ def _run_report(scan: RunScan, view: DatasetView, in_corpus: set[str], keep_iden
     judged = judged_finding(scan, scored, view.qrels.qrels)
     if judged is not None:
         findings.append(judged)
-    return RunReport(str(scan.path), scan.lines, len(scan.entries), scan.pairs, scan.tag, scan.refused, _by_severity(findings))
+    return RunReport(str(scan.path), scan.format, scan.sha256, scan.lines, len(scan.entries), scan.pairs, scan.tag, scan.refused, _by_severity(findings))
 
 
 def _by_severity(findings: list[Finding]) -> list[Finding]:
@@ -102,7 +105,7 @@ def table_lines(report: CheckReport) -> list[str]:
              f"{report.queries:,} queries, {report.split_queries:,} judged in the split ({report.judgements:,} judgements)"]
     lines += _section("dataset", report.dataset, report.findings)
     for run in report.runs:
-        heading = f"{run.lines:,} lines, {run.queries:,} queries, {run.pairs:,} (query, doc) pairs" + \
+        heading = f"{run.format}, {run.lines:,} {'entries' if run.format == 'json' else 'lines'}, {run.queries:,} queries, {run.pairs:,} (query, doc) pairs" + \
                   (f", tag {run.tag}" if run.tag else "")
         lines += _section("run", f"{run.path} ({heading})", run.findings)
         if run.refused:

@@ -1,29 +1,32 @@
-"""A TREC run read the way a linter must: every bad line counted with its number, none stopping
-the scan.
+"""A run file read the way a linter must: every bad entry counted with its line, none stopping
+the scan; then the one run reader's verdict.
 
-The one run reader (irforge.data.trec.read_trec_run, which eval and metrics use) refuses a file at
-its first bad line: right for scoring, useless for a report of *how many* lines are bad. So the
-lines are scanned here with the reader's own layout and rules (at least 6 whitespace-separated
-fields "qid Q0 docno rank score tag", extra columns ignored, the score a finite float, a document
-once per query), and the one reader is then asked for its verdict: when it accepts the file, the
-scan must hold exactly its run (checked), so the checks see what eval scores; when it refuses,
-its message is kept (what eval would say) and the checks go on over the lines that could be read.
+The one reader (irforge.runs.reading.read_run_file, which eval, metrics and compare use) refuses a
+file at its first bad line: right for scoring, no use for a report of *how many* lines are bad. So
+the entries are scanned here with the reader's layouts and rules (TREC: at least 6 fields "qid Q0
+docno rank score tag", extra columns ignored; TSV / MS MARCO: exactly 3; JSON {qid: {docno: score}};
+a score is a finite number, a document appears once per query), and the reader is then asked:
+when it accepts the file its run is the one checked (so the checks see what eval scores, MS MARCO
+ranks turned into scores included) and it must hold the pairs the scan found; when it refuses, its
+message is kept (what eval would say) and the checks go on over the entries that could be read.
 """
 
 from __future__ import annotations
 
+import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from irforge.data import DataFormatError, read_trec_run
-from irforge.data.textfile import numbered_lines
+from irforge.data import DataFormatError
+from irforge.data.textfile import numbered_lines, open_text
+from irforge.runs import read_run_file
 
 
 @dataclass(frozen=True)
 class Entry:
-    """One (query, document) line: its score, the rank the file wrote (None when not an integer;
-    the rank column is never used for scoring) and its line number."""
+    """One (query, document): its score, the rank the file wrote (None when the layout has none
+    or it is not an integer; ranks never decide a ranking) and its line (0 in JSON, which has none)."""
     score: float
     rank: int | None
     line: int
@@ -39,16 +42,18 @@ class BadLine:
 
 @dataclass
 class RunScan:
-    """A run file's usable entries (query -> doc -> Entry, the first line of a pair kept) and its
-    bad lines by kind."""
+    """A run file's usable entries (query -> doc -> Entry, the first of a repeated pair kept) and
+    its bad entries by kind."""
 
     path: Path
+    format: str = ""
     entries: dict[str, dict[str, Entry]] = field(default_factory=dict)
     lines: int = 0
     tag: str = ""
-    malformed: list[BadLine] = field(default_factory=list)      # too few fields
+    sha256: str = ""
+    malformed: list[BadLine] = field(default_factory=list)      # wrong number of fields, not the layout
     bad_scores: list[BadLine] = field(default_factory=list)     # not a number, NaN, infinite
-    duplicates: list[BadLine] = field(default_factory=list)     # a pair seen before (reason: first line)
+    duplicates: list[BadLine] = field(default_factory=list)     # a pair seen before (reason: where first)
     refused: str | None = None                                  # the one reader's message, when it refuses
 
     @property
@@ -59,9 +64,27 @@ class RunScan:
     def pairs(self) -> int:
         return sum(len(docs) for docs in self.entries.values())
 
-    def line_of(self, query_id: str, doc_id: str) -> int | None:
-        entry = self.entries.get(query_id, {}).get(doc_id)
-        return entry.line if entry else None
+    def add(self, line: int, query_id: str, doc_id: str, raw_score, rank: int | None) -> None:
+        """One entry, or the reason it is bad."""
+        if isinstance(raw_score, bool) or not isinstance(raw_score, (str, int, float)):
+            self.bad_scores.append(BadLine(line, f"score {raw_score!r} is not a number", query_id, doc_id))
+            return
+        try:
+            score = float(raw_score)
+        except (ValueError, OverflowError):
+            self.bad_scores.append(BadLine(line, f"score {raw_score!r} is not a number", query_id, doc_id))
+            return
+        if not math.isfinite(score):
+            self.bad_scores.append(BadLine(line, f"score {raw_score!r} is not finite", query_id, doc_id))
+            return
+        docs = self.entries.setdefault(query_id, {})
+        if doc_id in docs:
+            first = docs[doc_id]
+            where = f"first on line {first.line}" if first.line else "given before"
+            same = "the same score" if first.score == score else f"score {first.score!r} there, {score!r} here"
+            self.duplicates.append(BadLine(line, f"{where}, {same}", query_id, doc_id))
+            return
+        docs[doc_id] = Entry(score, rank, line)
 
 
 def _rank(text: str) -> int | None:
@@ -71,45 +94,96 @@ def _rank(text: str) -> int | None:
         return None
 
 
-def scan_run(path: str | Path) -> RunScan:
-    """Scan a TREC run (plain or .gz). DataFormatError only for a file that cannot be read at all
-    (missing, not a regular file, empty, not UTF-8): that is a usage error, not a finding."""
+def _layout(path: Path, format: str) -> str:
+    """The layout to scan as: the one named, else what the first line that fits one says (a
+    malformed first line is a finding, not a reason to give up)."""
+    if format == "msmarco":
+        return "tsv"
+    if format != "auto":
+        return format
+    for _, line in numbered_lines(path, "run file"):
+        if line.lstrip().startswith("{"):
+            return "json"
+        columns = len(line.split())
+        if columns >= 6:
+            return "trec"
+        if columns == 3:
+            return "tsv"
+    raise DataFormatError(path, "no line has a run layout: 6 columns (TREC: qid Q0 docno rank score tag), "
+                                "3 (TSV: qid docno score, or MS MARCO: qid docno rank) or a JSON object")
+
+
+def scan_run(path: str | Path, format: str = "auto") -> RunScan:
+    """Scan a run (plain or .gz) in `format` (irforge.runs.RUN_FORMATS). DataFormatError only for
+    a file that cannot be read at all (missing, not a regular file, empty, not UTF-8, no line in
+    any layout, unparseable JSON): a usage error, not a finding."""
     path = Path(path)
-    scan = RunScan(path)
-    for line_number, line in numbered_lines(path, "run file"):
-        scan.lines += 1
-        fields = line.split()
-        if len(fields) < 6:
-            scan.malformed.append(BadLine(line_number, f"{len(fields)} fields, expected at least 6 (qid Q0 docno rank score tag)"))
-            continue
-        query_id, _, doc_id, raw_rank, raw_score, tag = fields[:6]
-        scan.tag = scan.tag or tag
-        try:
-            score = float(raw_score)
-        except ValueError:
-            scan.bad_scores.append(BadLine(line_number, f"score {raw_score!r} is not a number", query_id, doc_id))
-            continue
-        if not math.isfinite(score):
-            scan.bad_scores.append(BadLine(line_number, f"score {raw_score!r} is not finite", query_id, doc_id))
-            continue
-        docs = scan.entries.setdefault(query_id, {})
-        if doc_id in docs:
-            first = docs[doc_id]
-            same = "the same score" if first.score == score else f"score {first.score!r} there, {score!r} here"
-            scan.duplicates.append(BadLine(line_number, f"first on line {first.line}, {same}", query_id, doc_id))
-            continue
-        docs[doc_id] = Entry(score, _rank(raw_rank), line_number)
-    _ask_the_reader(scan)
+    scan = RunScan(path, _layout(path, format))
+    if scan.format == "json":
+        _scan_json(scan)
+    else:
+        _scan_lines(scan)
+    _ask_the_reader(scan, format)
     return scan
 
 
-def _ask_the_reader(scan: RunScan) -> None:
-    """The one reader's verdict. When it accepts the file, the scan must hold the same run: the
-    reader is what eval uses, so a disagreement would be a bug here, not a finding."""
+def _scan_lines(scan: RunScan) -> None:
+    trec = scan.format == "trec"
+    for line_number, line in numbered_lines(scan.path, "run file"):
+        scan.lines += 1
+        fields = line.split()
+        if trec and len(fields) < 6 or not trec and len(fields) != 3:
+            layout = "at least 6 (qid Q0 docno rank score tag)" if trec else "3 (qid docno score)"
+            scan.malformed.append(BadLine(line_number, f"{len(fields)} fields, expected {layout}"))
+            continue
+        if trec:
+            query_id, _, doc_id, raw_rank, raw_score, tag = fields[:6]
+            scan.tag = scan.tag or tag
+            scan.add(line_number, query_id, doc_id, raw_score, _rank(raw_rank))
+        else:
+            query_id, doc_id, raw_score = fields
+            scan.add(line_number, query_id, doc_id, raw_score, None)
+
+
+def _scan_json(scan: RunScan) -> None:
+    """{qid: {docno: score}} with every repeated key, NaN or Infinity kept to be counted (json's
+    own parser would let a repeated key silently win)."""
     try:
-        run = read_trec_run(scan.path).run
+        with open_text(scan.path, "run file") as handle:
+            value = json.loads(handle.read(), object_pairs_hook=_Pairs)
+    except json.JSONDecodeError as error:
+        raise DataFormatError(scan.path, f"not valid JSON: {error.msg} (column {error.colno})", error.lineno) from None
+    except UnicodeDecodeError:
+        raise DataFormatError(scan.path, "not valid UTF-8") from None
+    if not isinstance(value, _Pairs):
+        raise DataFormatError(scan.path, f"expected a JSON object {{query id: {{doc id: score}}}}, got {type(value).__name__}")
+    for query_id, scores in value:
+        if not isinstance(scores, _Pairs):
+            scan.malformed.append(BadLine(0, f"query {query_id!r}: expected an object {{doc id: score}}, "
+                                             f"got {type(scores).__name__}", query_id))
+            continue
+        scan.entries.setdefault(query_id, {})
+        for doc_id, score in scores:
+            scan.lines += 1
+            scan.add(0, query_id, doc_id, repr(score) if isinstance(score, str) else score, None)  # "1.5" is no number in JSON
+
+
+class _Pairs(list):
+    """A JSON object as its (key, value) pairs, repeated keys kept; told apart from a JSON array."""
+
+
+def _ask_the_reader(scan: RunScan, format: str) -> None:
+    """The one reader's verdict; when it accepts, its scores (MS MARCO ranks become 1/rank there)."""
+    try:
+        given = read_run_file(scan.path, format)
     except DataFormatError as error:
         scan.refused = str(error)
         return
-    if run != scan.run:
-        raise AssertionError(f"{scan.path}: the linter's scan and the run reader read different runs")
+    pairs = {(q, d) for q, docs in given.run.items() for d in docs}
+    if pairs != {(q, d) for q, docs in scan.entries.items() for d in docs}:   # a bug here, not a finding
+        raise AssertionError(f"{scan.path}: the linter's scan and the run reader found different (query, doc) pairs")
+    scan.format, scan.sha256, scan.tag = given.format, given.sha256, given.producer
+    for query_id, scores in given.run.items():
+        docs = scan.entries[query_id]
+        for doc_id, score in scores.items():
+            docs[doc_id] = replace(docs[doc_id], score=score)

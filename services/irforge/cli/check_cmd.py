@@ -7,6 +7,7 @@ import argparse
 import sys
 
 from irforge.app.errors import UsageError
+from irforge.runs import RUN_FORMATS
 
 
 def add_parser(subparsers) -> None:
@@ -19,7 +20,11 @@ def add_parser(subparsers) -> None:
         "(BEIR's rule), judged@10. Prints a table; exit 1 when any finding is an error, 0 otherwise.")
     parser.add_argument("dataset", metavar="DATASET",
                         help="a BEIR folder or a downloaded dataset's name (as --dataset takes: beir/scifact)")
-    parser.add_argument("runs", nargs="*", metavar="RUN", help="TREC run files (qid Q0 docno rank score tag), .gz or not")
+    parser.add_argument("runs", nargs="*", metavar="RUN",
+                        help="run files: TREC (qid Q0 docno rank score tag), Pyserini/Anserini/ranx JSON, TSV "
+                             "(qid docno score) or MS MARCO (qid docno rank), .gz or not")
+    parser.add_argument("--run-format", choices=RUN_FORMATS, default="auto",
+                        help="the runs' layout (default: auto, found from the first line)")
     parser.add_argument("--split", default="test", help="the qrels split to check against (default: test)")
     parser.add_argument("--keep-identical-ids", action="store_true",
                         help="check the runs as eval --keep-identical-ids scores them (default: BEIR's rule drops a "
@@ -33,7 +38,8 @@ def run_check(args: argparse.Namespace) -> int:
     from irforge.check import table_lines
 
     try:
-        report = check_runs(args.dataset, args.runs, split=args.split, keep_identical_ids=args.keep_identical_ids,
+        report = check_runs(args.dataset, args.runs, split=args.split, run_format=args.run_format,
+                            keep_identical_ids=args.keep_identical_ids,
                             json_path=args.json)
     except UsageError as error:
         print(f"irforge check: error: {error}", file=sys.stderr)
