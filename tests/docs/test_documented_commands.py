@@ -59,6 +59,7 @@ NOT_RUN: dict[tuple[str, str], NotRun] = {
     ("README.md", "irforge eval --dataset ../shared/data/beir/scifact --retriever bm25 --out runs/scifact-bm25 --fill-holes"):
         NotRun("synopsis", SYNOPSIS + "; its literal commands run in docs/paths.md"),
     ("README.md", "irforge metrics QRELS RUN"): NotRun("synopsis", SYNOPSIS),
+    ("README.md", "irforge check DATASET [RUN...]"): NotRun("synopsis", SYNOPSIS),
     ("README.md", "irforge generate RECIPE --corpus FOLDER"): NotRun("synopsis", SYNOPSIS + "; docs/generation.md runs the command"),
     ("README.md", "irforge service corpus|evaluator"): NotRun("synopsis", SYNOPSIS),
     ("README.md", "helm repo add kuberay"): NotRun("cluster", CLUSTER),
