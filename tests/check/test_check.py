@@ -192,6 +192,16 @@ def test_a_query_scored_against_its_own_id(dataset, tmp_path):
     assert kept["run-judged-at-10"].details["judged_at_k"] == pytest.approx((1 + 1 + 2 / 3) / 3)
 
 
+def test_an_own_id_the_corpus_lacks_is_no_unknown_doc_while_dropped(dataset, tmp_path):
+    """Pyserini's --remove-query runs hold the query's own id by design: dropped, it is not an error."""
+    run = write_run(tmp_path / "self.trec", [("q1", "q1", 9.0), *clean_rows()])
+    report, found = run_findings(dataset, run)
+    assert "run-unknown-docs" not in found and not report.has_errors
+    assert found["run-identical-ids"].message.endswith("1 of these ids is not in the corpus at all")
+    _, kept = run_findings(dataset, run, keep_identical_ids=True)   # scored, it is a doc the corpus lacks
+    assert (kept["run-unknown-docs"].count, kept["run-unknown-docs"].examples) == (1, [f"{run}:1: query 'q1', doc 'q1'"])
+
+
 # -- 6. ties across the cutoff -----------------------------------------------------------------
 
 def tie_rows():

@@ -72,7 +72,7 @@ def tie_findings(scan: RunScan, run: dict[str, dict[str, float]], cutoffs=CUTOFF
         disagree = sum(t.file_disagrees for t in ties)
         message = (f"{len(ties)} of {plural(longer, 'query', 'queries')} ranked beyond {k} have a tie across rank {k}: "
                    f"the tie rule (score descending, then doc id descending, as trec_eval) keeps the larger doc ids "
-                   f"in the top {k}; ")
+                   f"(compared as strings, as trec_eval's strcmp) in the top {k}; ")
         message += (f"the file's own rank column keeps another set in {plural(disagree, 'query', 'queries')} "
                     "(a tool that trusts the ranks scores those differently)" if disagree else
                     "the file's rank column agrees with it")

@@ -40,12 +40,15 @@ def line_findings(scan: RunScan) -> list[Finding]:
 
 
 def id_findings(scan: RunScan, view: DatasetView, in_corpus: set[str], keep_identical_ids: bool) -> list[Finding]:
-    return [f for f in (_unknown_documents(scan, in_corpus), _unknown_queries(scan, view), *_split_findings(scan, view),
-                        _identical_ids(scan, keep_identical_ids)) if f is not None]
+    return [f for f in (_unknown_documents(scan, in_corpus, keep_identical_ids), _unknown_queries(scan, view),
+                        *_split_findings(scan, view), _identical_ids(scan, in_corpus, keep_identical_ids)) if f is not None]
 
 
-def _unknown_documents(scan: RunScan, in_corpus: set[str]) -> Finding | None:
-    unknown = [(q, d, e.line) for q, docs in scan.entries.items() for d, e in docs.items() if d not in in_corpus]
+def _unknown_documents(scan: RunScan, in_corpus: set[str], keep_identical_ids: bool) -> Finding | None:
+    """Documents the corpus lacks, among those scored: a query's own id, dropped by BEIR's rule,
+    is the identical-id finding's (Pyserini's --remove-query runs hold such ids by design)."""
+    unknown = [(q, d, e.line) for q, docs in scan.entries.items() for d, e in docs.items()
+               if d not in in_corpus and (keep_identical_ids or d != q)]
     if not unknown:
         return None
     distinct = len({d for _, d, _ in unknown})
@@ -85,7 +88,9 @@ def _split_findings(scan: RunScan, view: DatasetView) -> list[Finding]:
     found = []
     if outside:
         others = view.splits_of(outside)
-        where = "; judged in " + ", ".join(f"split {name!r} ({n})" for name, n in others.items()) if others else ""
+        where = ("; judged in " + ", ".join(f"split {name!r} ({n})" for name, n in others.items()) if others else
+                 f"; {'it is' if len(outside) == 1 else 'all are'} in {view.dataset.queries_path.name}, judged in no split "
+                 "this folder has: another split's queries?")
         wrong = not any(q in split for q in scan.entries)
         code, severity = ("run-wrong-split", ERROR) if wrong else ("run-queries-outside-split", WARNING)
         lead = (f"none of the run's {plural(len(scan.entries), 'query', 'queries')} is judged in split {view.split!r}"
@@ -103,7 +108,7 @@ def _split_findings(scan: RunScan, view: DatasetView) -> list[Finding]:
     return found
 
 
-def _identical_ids(scan: RunScan, keep_identical_ids: bool) -> Finding | None:
+def _identical_ids(scan: RunScan, in_corpus: set[str], keep_identical_ids: bool) -> Finding | None:
     """BEIR drops a retrieved document whose id is its query's id (the query scored against itself,
     as in ArguAna or Quora where queries are corpus documents too); irforge eval and metrics do the
     same unless --keep-identical-ids, so the run as a file and the run as scored differ."""
@@ -114,6 +119,9 @@ def _identical_ids(scan: RunScan, keep_identical_ids: bool) -> Finding | None:
             if keep_identical_ids else
             "dropped before scoring (BEIR's rule, irforge's default; --keep-identical-ids keeps them), "
             "so the file's ranks below it move up one")
+    absent = sum(q not in in_corpus for q, _ in hits)
+    if absent and not keep_identical_ids:
+        then += f"; {absent} of these ids {'is' if absent == 1 else 'are'} not in the corpus at all"
     return Finding("run-identical-ids", WARNING, len(hits),
                    f"{plural(len(hits), 'query', 'queries')} retrieved {'its' if len(hits) == 1 else 'their'} own id: {then}",
                    examples(f"{at(scan.path, line)}: query {q!r}, doc {q!r}" for q, line in hits))
