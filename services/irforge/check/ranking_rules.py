@@ -19,10 +19,11 @@ JUDGED_DEPTH = 10
 
 def as_scored(scan: RunScan, keep_identical_ids: bool) -> dict[str, dict[str, float]]:
     """The run as eval scores it: BEIR's identical-id rule applied unless kept."""
-    run = scan.run
+    run = dict(scan.scores)   # the scan's own dicts stay as read
     if not keep_identical_ids:
         for query_id, scores in run.items():
-            scores.pop(query_id, None)
+            if query_id in scores:
+                run[query_id] = {doc_id: score for doc_id, score in scores.items() if doc_id != query_id}
     return run
 
 
@@ -38,24 +39,33 @@ class StraddlingTie:
     file_disagrees: bool   # the file's own rank column puts another set of the group in the top k
 
 
-def straddling_ties(scan: RunScan, run: dict[str, dict[str, float]], k: int) -> list[StraddlingTie]:
-    ties = []
+def straddling_ties(scan: RunScan, run: dict[str, dict[str, float]], cutoffs=CUTOFFS) -> dict[int, list[StraddlingTie]]:
+    """Per cutoff k, the queries whose ranks k and k+1 share a score (each query sorted once)."""
+    ties: dict[int, list[StraddlingTie]] = {k: [] for k in cutoffs}
     for query_id in sorted(run):
-        ordered = ranked(run[query_id])
-        if len(ordered) <= k or ordered[k - 1][1] != ordered[k][1]:
-            continue
-        score = ordered[k - 1][1]
-        start, end = k - 1, k
-        while start > 0 and ordered[start - 1][1] == score:
-            start -= 1
-        while end + 1 < len(ordered) and ordered[end + 1][1] == score:
-            end += 1
-        group = tuple(doc_id for doc_id, _ in ordered[start:end + 1])
-        inside = k - start
-        ranks = [scan.entries[query_id][doc_id].rank for doc_id in group]
-        disagrees = None not in ranks and {d for _, d in sorted(zip(ranks, group))[:inside]} != set(group[:inside])
-        ties.append(StraddlingTie(query_id, score, start + 1, group, inside, disagrees))
+        ordered = None
+        for k in cutoffs:
+            scores = run[query_id]
+            if len(scores) <= k:
+                continue
+            ordered = ordered or ranked(scores)
+            if ordered[k - 1][1] == ordered[k][1]:
+                ties[k].append(_tie(scan, query_id, ordered, k))
     return ties
+
+
+def _tie(scan: RunScan, query_id: str, ordered: list[tuple[str, float]], k: int) -> StraddlingTie:
+    score = ordered[k - 1][1]
+    start, end = k - 1, k
+    while start > 0 and ordered[start - 1][1] == score:
+        start -= 1
+    while end + 1 < len(ordered) and ordered[end + 1][1] == score:
+        end += 1
+    group = tuple(doc_id for doc_id, _ in ordered[start:end + 1])
+    inside = k - start
+    ranks = [scan.rank_of(query_id, doc_id) for doc_id in group]
+    disagrees = None not in ranks and {d for _, d in sorted(zip(ranks, group))[:inside]} != set(group[:inside])
+    return StraddlingTie(query_id, score, start + 1, group, inside, disagrees)
 
 
 def _shown(ids: tuple[str, ...], limit: int = 3) -> str:
@@ -64,9 +74,8 @@ def _shown(ids: tuple[str, ...], limit: int = 3) -> str:
 
 def tie_findings(scan: RunScan, run: dict[str, dict[str, float]], cutoffs=CUTOFFS) -> list[Finding]:
     found = []
-    for k in cutoffs:
+    for k, ties in straddling_ties(scan, run, cutoffs).items():
         longer = sum(len(scores) > k for scores in run.values())
-        ties = straddling_ties(scan, run, k)
         if not ties:
             continue
         disagree = sum(t.file_disagrees for t in ties)
@@ -79,7 +88,7 @@ def tie_findings(scan: RunScan, run: dict[str, dict[str, float]], cutoffs=CUTOFF
 
         def example(tie: StraddlingTie) -> str:
             last = tie.first_rank + len(tie.group) - 1
-            line = scan.entries[tie.query_id][tie.group[0]].line
+            line = scan.line_of(tie.query_id, tie.group[0])
             return (f"{at(scan.path, line)}: query {tie.query_id!r}: {len(tie.group)} docs at score {tie.score!r}, "
                     f"ranks {tie.first_rank}-{last}; kept {_shown(tie.group[:tie.inside])}; cut {_shown(tie.group[tie.inside:])}"
                     + ("; the file's ranks keep others" if tie.file_disagrees else ""))

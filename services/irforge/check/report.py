@@ -75,7 +75,7 @@ def check(view: DatasetView, run_paths: Iterable[str | Path], *, run_format: str
     scans = [scan_run(path, run_format) for path in run_paths]
     wanted = {d for judged in view.qrels.qrels.values() for d in judged}
     for scan in scans:
-        for docs in scan.entries.values():
+        for docs in scan.scores.values():
             wanted.update(docs)
     in_corpus, documents = corpus_membership(view.dataset, wanted)
     return CheckReport(
@@ -91,7 +91,8 @@ def _run_report(scan: RunScan, view: DatasetView, in_corpus: set[str], keep_iden
     judged = judged_finding(scan, scored, view.qrels.qrels)
     if judged is not None:
         findings.append(judged)
-    return RunReport(str(scan.path), scan.format, scan.sha256, scan.lines, len(scan.entries), scan.pairs, scan.tag, scan.refused, _by_severity(findings))
+    return RunReport(str(scan.path), scan.format, scan.sha256, scan.lines, len(scan.scores), scan.pairs, scan.tag,
+                     scan.refused, _by_severity(findings))
 
 
 def _by_severity(findings: list[Finding]) -> list[Finding]:
@@ -105,7 +106,8 @@ def table_lines(report: CheckReport) -> list[str]:
              f"{report.queries:,} queries, {report.split_queries:,} judged in the split ({report.judgements:,} judgements)"]
     lines += _section("dataset", report.dataset, report.findings)
     for run in report.runs:
-        heading = f"{run.format}, {run.lines:,} {'entries' if run.format == 'json' else 'lines'}, {run.queries:,} queries, {run.pairs:,} (query, doc) pairs" + \
+        heading = f"{run.format}, {run.lines:,} {'entries' if run.format == 'json' else 'lines'}, " \
+                  f"{run.queries:,} queries, {run.pairs:,} (query, doc) pairs" + \
                   (f", tag {run.tag}" if run.tag else "")
         lines += _section("run", f"{run.path} ({heading})", run.findings)
         if run.refused:

@@ -47,7 +47,7 @@ def id_findings(scan: RunScan, view: DatasetView, in_corpus: set[str], keep_iden
 def _unknown_documents(scan: RunScan, in_corpus: set[str], keep_identical_ids: bool) -> Finding | None:
     """Documents the corpus lacks, among those scored: a query's own id, dropped by BEIR's rule,
     is the identical-id finding's (Pyserini's --remove-query runs hold such ids by design)."""
-    unknown = [(q, d, e.line) for q, docs in scan.entries.items() for d, e in docs.items()
+    unknown = [(q, d, scan.line_of(q, d)) for q, docs in scan.scores.items() for d in docs
                if d not in in_corpus and (keep_identical_ids or d != q)]
     if not unknown:
         return None
@@ -64,11 +64,11 @@ def _unknown_documents(scan: RunScan, in_corpus: set[str], keep_identical_ids: b
 
 
 def _first_line(scan: RunScan, query_id: str) -> int:
-    return min(e.line for e in scan.entries[query_id].values())
+    return min(scan.line_numbers[query_id].values(), default=0)
 
 
 def _unknown_queries(scan: RunScan, view: DatasetView) -> Finding | None:
-    unknown = sorted(q for q in scan.entries if q not in view.query_ids)
+    unknown = sorted(q for q in scan.scores if q not in view.query_ids)
     if not unknown:
         return None
     name = view.dataset.queries_path.name
@@ -83,7 +83,7 @@ def _split_findings(scan: RunScan, view: DatasetView) -> list[Finding]:
     no line for (eval scores them 0, trec_eval leaves them out). None of the run's queries in the
     split at all is the classic wrong-split run: nothing could be evaluated."""
     split = view.split_queries
-    known = [q for q in scan.entries if q in view.query_ids]
+    known = [q for q in scan.scores if q in view.query_ids]
     outside = sorted(q for q in known if q not in split)
     found = []
     if outside:
@@ -91,15 +91,15 @@ def _split_findings(scan: RunScan, view: DatasetView) -> list[Finding]:
         where = ("; judged in " + ", ".join(f"split {name!r} ({n})" for name, n in others.items()) if others else
                  f"; {'it is' if len(outside) == 1 else 'all are'} in {view.dataset.queries_path.name}, judged in no split "
                  "this folder has: another split's queries?")
-        wrong = not any(q in split for q in scan.entries)
+        wrong = not any(q in split for q in scan.scores)
         code, severity = ("run-wrong-split", ERROR) if wrong else ("run-queries-outside-split", WARNING)
-        lead = (f"none of the run's {plural(len(scan.entries), 'query', 'queries')} is judged in split {view.split!r}"
+        lead = (f"none of the run's {plural(len(scan.scores), 'query', 'queries')} is judged in split {view.split!r}"
                 if wrong else f"{plural(len(outside), 'query', 'queries')} of the run {'is' if len(outside) == 1 else 'are'} "
                               f"not judged in split {view.split!r} (left out of every measure)")
         found.append(Finding(code, severity, len(outside), lead + where,
                              examples(f"{at(scan.path, _first_line(scan, q))}: query {q!r}" for q in outside),
                              {"other_splits": others} if others else {}))
-    missing = sorted(q for q in split if q not in scan.entries)
+    missing = sorted(q for q in split if q not in scan.scores)
     if missing and len(missing) < len(split):   # all missing is the wrong split, said above
         found.append(Finding("run-missing-queries", WARNING, len(missing),
                              f"{len(missing)} of the {len(split)} queries of split {view.split!r} have no line in the "
@@ -112,7 +112,7 @@ def _identical_ids(scan: RunScan, in_corpus: set[str], keep_identical_ids: bool)
     """BEIR drops a retrieved document whose id is its query's id (the query scored against itself,
     as in ArguAna or Quora where queries are corpus documents too); irforge eval and metrics do the
     same unless --keep-identical-ids, so the run as a file and the run as scored differ."""
-    hits = [(q, scan.entries[q][q].line) for q in scan.entries if q in scan.entries[q]]
+    hits = [(q, scan.line_of(q, q)) for q in scan.scores if q in scan.scores[q]]
     if not hits:
         return None
     then = ("kept, as --keep-identical-ids asks: each counts as retrieved, relevant only if the qrels say so"

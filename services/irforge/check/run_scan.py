@@ -15,21 +15,12 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from irforge.data import DataFormatError
 from irforge.data.textfile import numbered_lines, open_text
 from irforge.runs import read_run_file
-
-
-@dataclass(frozen=True)
-class Entry:
-    """One (query, document): its score, the rank the file wrote (None when the layout has none
-    or it is not an integer; ranks never decide a ranking) and its line (0 in JSON, which has none)."""
-    score: float
-    rank: int | None
-    line: int
 
 
 @dataclass
@@ -42,12 +33,17 @@ class BadLine:
 
 @dataclass
 class RunScan:
-    """A run file's usable entries (query -> doc -> Entry, the first of a repeated pair kept) and
-    its bad entries by kind."""
+    """A run file's usable entries and its bad ones by kind. `scores` is the run (query -> doc ->
+    score, the first of a repeated pair kept); beside it, per entry, the line it came from (0 in
+    JSON, which has none) and the rank the file wrote (None when the layout has none or it is no
+    integer; ranks never decide a ranking). Plain dicts: a run of a million lines is scanned in
+    about the time the run reader takes."""
 
     path: Path
     format: str = ""
-    entries: dict[str, dict[str, Entry]] = field(default_factory=dict)
+    scores: dict[str, dict[str, float]] = field(default_factory=dict)
+    line_numbers: dict[str, dict[str, int]] = field(default_factory=dict)
+    ranks: dict[str, dict[str, int | None]] = field(default_factory=dict)
     lines: int = 0
     tag: str = ""
     sha256: str = ""
@@ -57,34 +53,43 @@ class RunScan:
     refused: str | None = None                                  # the one reader's message, when it refuses
 
     @property
-    def run(self) -> dict[str, dict[str, float]]:
-        return {q: {d: e.score for d, e in docs.items()} for q, docs in self.entries.items()}
-
-    @property
     def pairs(self) -> int:
-        return sum(len(docs) for docs in self.entries.values())
+        return sum(len(docs) for docs in self.scores.values())
+
+    def line_of(self, query_id: str, doc_id: str) -> int:
+        return self.line_numbers[query_id][doc_id]
+
+    def rank_of(self, query_id: str, doc_id: str) -> int | None:
+        return self.ranks[query_id][doc_id]
+
+    def query(self, query_id: str) -> None:
+        """A query the file names (JSON may name one with no documents)."""
+        if query_id not in self.scores:
+            self.scores[query_id], self.line_numbers[query_id], self.ranks[query_id] = {}, {}, {}
 
     def add(self, line: int, query_id: str, doc_id: str, raw_score, rank: int | None) -> None:
         """One entry, or the reason it is bad."""
-        if isinstance(raw_score, bool) or not isinstance(raw_score, (str, int, float)):
-            self.bad_scores.append(BadLine(line, f"score {raw_score!r} is not a number", query_id, doc_id))
-            return
         try:
+            if isinstance(raw_score, bool):
+                raise ValueError
             score = float(raw_score)
-        except (ValueError, OverflowError):
+        except (TypeError, ValueError, OverflowError):
             self.bad_scores.append(BadLine(line, f"score {raw_score!r} is not a number", query_id, doc_id))
             return
         if not math.isfinite(score):
             self.bad_scores.append(BadLine(line, f"score {raw_score!r} is not finite", query_id, doc_id))
             return
-        docs = self.entries.setdefault(query_id, {})
-        if doc_id in docs:
-            first = docs[doc_id]
-            where = f"first on line {first.line}" if first.line else "given before"
-            same = "the same score" if first.score == score else f"score {first.score!r} there, {score!r} here"
+        self.query(query_id)
+        scores = self.scores[query_id]
+        if doc_id in scores:
+            first = self.line_numbers[query_id][doc_id]
+            where = f"first on line {first}" if first else "given before"
+            same = "the same score" if scores[doc_id] == score else f"score {scores[doc_id]!r} there, {score!r} here"
             self.duplicates.append(BadLine(line, f"{where}, {same}", query_id, doc_id))
             return
-        docs[doc_id] = Entry(score, rank, line)
+        scores[doc_id] = score
+        self.line_numbers[query_id][doc_id] = line
+        self.ranks[query_id][doc_id] = rank
 
 
 def _rank(text: str) -> int | None:
@@ -162,7 +167,7 @@ def _scan_json(scan: RunScan) -> None:
             scan.malformed.append(BadLine(0, f"query {query_id!r}: expected an object {{doc id: score}}, "
                                              f"got {type(scores).__name__}", query_id))
             continue
-        scan.entries.setdefault(query_id, {})
+        scan.query(query_id)
         for doc_id, score in scores:
             scan.lines += 1
             scan.add(0, query_id, doc_id, repr(score) if isinstance(score, str) else score, None)  # "1.5" is no number in JSON
@@ -179,11 +184,6 @@ def _ask_the_reader(scan: RunScan, format: str) -> None:
     except DataFormatError as error:
         scan.refused = str(error)
         return
-    pairs = {(q, d) for q, docs in given.run.items() for d in docs}
-    if pairs != {(q, d) for q, docs in scan.entries.items() for d in docs}:   # a bug here, not a finding
-        raise AssertionError(f"{scan.path}: the linter's scan and the run reader found different (query, doc) pairs")
-    scan.format, scan.sha256, scan.tag = given.format, given.sha256, given.producer
-    for query_id, scores in given.run.items():
-        docs = scan.entries[query_id]
-        for doc_id, score in scores.items():
-            docs[doc_id] = replace(docs[doc_id], score=score)
+    if given.run.keys() != scan.scores.keys() or any(given.run[q].keys() != scan.scores[q].keys() for q in given.run):
+        raise AssertionError(f"{scan.path}: the linter's scan and the run reader found different (query, doc) pairs")  # a bug here
+    scan.format, scan.sha256, scan.tag, scan.scores = given.format, given.sha256, given.producer, given.run
