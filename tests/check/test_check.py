@@ -263,6 +263,18 @@ def test_a_query_without_any_relevant_doc(tmp_path):
     assert found["qrels-no-relevant"].examples == [f"{root / 'qrels' / 'test.tsv'}:3: query 'q2'"]
 
 
+def test_qrels_of_another_dataset_are_an_error(tmp_path):
+    root = write_dataset(tmp_path / "otherqrels", ["PLAIN-1\td01\t1", "PLAIN-2\td02\t1"])
+    found = codes(check_runs(root).findings)
+    assert (found["qrels-unknown-queries"].severity, found["qrels-unknown-queries"].count) == ("error", 2)
+
+
+def test_a_run_of_unknown_queries_misses_every_split_query(dataset, tmp_path):
+    _, found = run_findings(dataset, write_run(tmp_path / "other.trec", [("x1", "d01", 1.0), ("x2", "d02", 1.0)]))
+    assert (found["run-unknown-queries"].severity, found["run-unknown-queries"].count) == ("error", 2)
+    assert found["run-missing-queries"].count == 3 and "run-wrong-split" not in found
+
+
 # -- the command: exit codes, the table, --json ---------------------------------------------------
 
 def test_the_command_names_each_mistake_and_exits_1(dataset, tmp_path, capsys):

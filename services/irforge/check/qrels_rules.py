@@ -39,7 +39,8 @@ def qrels_findings(view: DatasetView, in_corpus: set[str], relevance_level: int 
                              examples(f"{at(scan.path, scan.first_lines[(q, d)])}: query {q!r}, doc {d!r}" for q, d in unknown_docs)))
     unknown_queries = sorted(q for q in scan.qrels if q not in view.query_ids)
     if unknown_queries:
-        found.append(Finding("qrels-unknown-queries", WARNING, len(unknown_queries),
+        none_known = len(unknown_queries) == len(scan.qrels)   # eval refuses such qrels: nothing could be evaluated
+        found.append(Finding("qrels-unknown-queries", ERROR if none_known else WARNING, len(unknown_queries),
                              f"{plural(len(unknown_queries), 'query', 'queries')} of the qrels {'is' if len(unknown_queries) == 1 else 'are'} "
                              f"not in {view.dataset.queries_path.name}: no system gets its text, each scores 0 under eval",
                              examples(f"{at(scan.path, _first_line(scan, q))}: query {q!r}" for q in unknown_queries)))

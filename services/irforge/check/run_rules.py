@@ -86,6 +86,7 @@ def _split_findings(scan: RunScan, view: DatasetView) -> list[Finding]:
     known = [q for q in scan.scores if q in view.query_ids]
     outside = sorted(q for q in known if q not in split)
     found = []
+    wrong = False
     if outside:
         others = view.splits_of(outside)
         where = ("; judged in " + ", ".join(f"split {name!r} ({n})" for name, n in others.items()) if others else
@@ -100,7 +101,7 @@ def _split_findings(scan: RunScan, view: DatasetView) -> list[Finding]:
                              examples(f"{at(scan.path, _first_line(scan, q))}: query {q!r}" for q in outside),
                              {"other_splits": others} if others else {}))
     missing = sorted(q for q in split if q not in scan.scores)
-    if missing and len(missing) < len(split):   # all missing is the wrong split, said above
+    if missing and not wrong:   # the wrong split's missing queries are said above
         found.append(Finding("run-missing-queries", WARNING, len(missing),
                              f"{len(missing)} of the {len(split)} queries of split {view.split!r} have no line in the "
                              "run: irforge eval scores them 0, trec_eval without -c leaves them out, so the two disagree",
