@@ -18,6 +18,7 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from irforge.common.allowed_roots import checked
 from irforge.data import DataFormatError
 from irforge.data.textfile import numbered_lines, open_text
 from irforge.runs import read_run_file
@@ -122,7 +123,7 @@ def scan_run(path: str | Path, format: str = "auto") -> RunScan:
     """Scan a run (plain or .gz) in `format` (irforge.runs.RUN_FORMATS). DataFormatError only for
     a file that cannot be read at all (missing, not a regular file, empty, not UTF-8, no line in
     any layout, unparseable JSON): a usage error, not a finding."""
-    path = Path(path)
+    path = checked(path, "run file")   # as the run reader does: inside a job, only its allowed roots
     scan = RunScan(path, _layout(path, format))
     if scan.format == "json":
         _scan_json(scan)
