@@ -5,6 +5,7 @@ a clean SciFact BM25 run from bm25s (not irforge's retriever) reports no error."
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 from pathlib import Path
 
@@ -131,6 +132,7 @@ def test_duplicate_lines(dataset, tmp_path):
     assert duplicates.details == {"with_another_score": 1}           # line 7 scores d03 0.5, line 3 said 3.0
     assert duplicates.examples[0] == f"{run}:6: query 'q1', doc 'd01': first on line 1, the same score"
     assert "appears twice" in report.runs[0].refused                 # what eval would have said, and stopped at
+    assert report.runs[0].sha256 == hashlib.sha256(run.read_bytes()).hexdigest()
 
 
 def test_nan_inf_and_non_numeric_scores_and_malformed_lines(dataset, tmp_path):

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from irforge.common.allowed_roots import checked
+from irforge.common.files import file_sha256
 from irforge.data import DataFormatError
 from irforge.data.textfile import numbered_lines, open_text
 from irforge.runs import read_run_file
@@ -183,7 +184,7 @@ def _ask_the_reader(scan: RunScan, format: str) -> None:
     try:
         given = read_run_file(scan.path, format)
     except DataFormatError as error:
-        scan.refused = str(error)
+        scan.refused, scan.sha256 = str(error), file_sha256(scan.path)   # the bytes checked, named either way
         return
     if given.run.keys() != scan.scores.keys() or any(given.run[q].keys() != scan.scores[q].keys() for q in given.run):
         raise AssertionError(f"{scan.path}: the linter's scan and the run reader found different (query, doc) pairs")  # a bug here
