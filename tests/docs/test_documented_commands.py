@@ -63,6 +63,7 @@ NOT_RUN: dict[tuple[str, str], NotRun] = {
         NotRun("not-a-command", "its first line runs a tool of the checkout (bm25s and rank_bm25 runs) that the docs "
                "workspace does not hold; tests/runs/test_run_as_system.py runs bench, compare and report on such runs; "
                "irforge lines parsed"),
+    ("README.md", "irforge check DATASET [RUN...]"): NotRun("synopsis", SYNOPSIS),
     ("README.md", "irforge generate RECIPE --corpus FOLDER"): NotRun("synopsis", SYNOPSIS + "; docs/generation.md runs the command"),
     ("README.md", "irforge service corpus|evaluator"): NotRun("synopsis", SYNOPSIS),
     ("README.md", "helm repo add kuberay"): NotRun("cluster", CLUSTER),
