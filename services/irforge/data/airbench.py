@@ -1,0 +1,101 @@
+"""AIR-Bench's dataset layout, told apart from BEIR's by its file names, never guessed line by line.
+
+AIR-Bench (github.com/AIR-Bench/AIR-Bench, MIT) publishes each dataset on the Hugging Face Hub as
+`AIR-Bench/<task>_<domain>_<language>` with, per benchmark version and dataset name, a folder
+`AIR-Bench_24.05/<dataset_name>/` of JSON lines files; the qrels come from a second repository
+(`AIR-Bench/qrels-<task>_<domain>_<language>-dev`; test qrels are private, scored by the
+leaderboard). Put together in one folder:
+
+    corpus.jsonl             {"id", "text"}           (a `title` is used when there is one)
+    <split>_queries.jsonl    {"id", "text"}           (dev_queries.jsonl, test_queries.jsonl)
+    <split>_qrels.jsonl      {"qid", "docid", "relevance"}
+
+(air_benchmark/evaluation_utils/data_loader.py reads exactly these fields.) A folder is read as
+AIR-Bench when it has a corpus.jsonl and `<split>_queries.jsonl` files and neither BEIR's
+queries.jsonl nor its qrels/ folder; the layout is recorded in results.json (`data.layout`). Ids
+are `id`, and an AIR-Bench line without `id` is refused as BEIR's reader refuses one without `_id`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from irforge.data.entries import EntryError, add_judgement
+from irforge.data.errors import DataFormatError
+from irforge.data.qrels import parse_relevance
+from irforge.data.textfile import numbered_lines
+from irforge.data.types import Qrels
+
+QUERIES_FILE = re.compile(r"^(?P<split>[A-Za-z0-9][A-Za-z0-9._-]*)_queries\.jsonl(\.gz)?$")
+QRELS_FIELDS = ("qid", "docid", "relevance")
+
+
+@dataclass(frozen=True)
+class Layout:
+    name: str          # recorded in results.json
+    id_key: str        # the field naming a document or query
+    description: str   # in words, for results.json and messages
+
+
+BEIR = Layout("BEIR", "_id", "BEIR: corpus.jsonl and queries.jsonl with `_id`, qrels/<split>.tsv")
+AIRBENCH = Layout("AIR-Bench", "id", "AIR-Bench: corpus.jsonl, <split>_queries.jsonl with `id`, "
+                                     "<split>_qrels.jsonl with qid, docid, relevance")
+
+
+def _exists(folder: Path, stem: str) -> bool:
+    return (folder / stem).exists() or (folder / f"{stem}.gz").exists()
+
+
+def airbench_query_files(folder: Path) -> dict[str, Path]:
+    """{split: its queries file} of an AIR-Bench folder, by split name."""
+    found = {}
+    for path in sorted(folder.iterdir()) if folder.is_dir() else ():
+        match = QUERIES_FILE.match(path.name)
+        if match:
+            found.setdefault(match["split"], path)
+    return found
+
+
+def layout_of(folder: str | Path) -> Layout:
+    """AIRBENCH for a folder in AIR-Bench's layout (see the module's docstring), else BEIR (whose
+    reader then says what is missing)."""
+    folder = Path(folder)
+    if _exists(folder, "queries.jsonl") or (folder / "qrels").is_dir():
+        return BEIR
+    return AIRBENCH if airbench_query_files(folder) else BEIR
+
+
+def airbench_qrels_path(folder: Path, split: str) -> Path | None:
+    return next((p for p in (folder / f"{split}_qrels.jsonl", folder / f"{split}_qrels.jsonl.gz") if p.exists()), None)
+
+
+def airbench_splits(folder: Path) -> list[str]:
+    return sorted(p.name.split("_qrels.jsonl")[0] for p in folder.glob("*_qrels.jsonl*"))
+
+
+def read_airbench_qrels(path: str | Path) -> Qrels:
+    """AIR-Bench's qrels: one {"qid", "docid", "relevance"} object per line (relevance 0 marks
+    the hard negatives AIR-Bench labels)."""
+    path = Path(path)
+    qrels: Qrels = {}
+    first_lines: dict[tuple[str, str], int] = {}
+    for line_number, line in numbered_lines(path, "qrels file"):
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise DataFormatError(path, f"malformed JSON ({error.msg} at column {error.colno})", line_number) from None
+        if not isinstance(row, dict) or any(key not in row for key in QRELS_FIELDS):
+            raise DataFormatError(path, "expected a JSON object with qid, docid and relevance (AIR-Bench qrels)", line_number)
+        query_id, doc_id = (str(row[key]).strip() if isinstance(row[key], (str, int)) and not isinstance(row[key], bool)
+                            else None for key in ("qid", "docid"))
+        if not query_id or not doc_id:
+            raise DataFormatError(path, "qid and docid must be non-empty strings", line_number)
+        relevance = parse_relevance(path, str(row["relevance"]), line_number)
+        try:
+            add_judgement(qrels, query_id, doc_id, relevance, first_lines, line_number)
+        except EntryError as error:
+            raise DataFormatError(path, str(error), line_number) from None
+    return qrels
