@@ -75,3 +75,24 @@ def run_bench(config: PipelineConfig, suite: Suite, out: Path, measures: list[st
     record = suite_record(suite.name, suite.split, measures, outcomes)
     write_suite(out, record)
     return record
+
+
+def check_airbench_suite(suite: Suite) -> None:
+    """Before any dataset runs: every dataset of the suite can be filed in AIR-Bench's submission
+    (its layout and task, domain, language, name and version found), else SubmissionError."""
+    from irforge.bench.airbench import check_dataset
+    from irforge.datasets import resolve_dataset
+
+    for entry in suite.entries:
+        check_dataset(resolve_dataset(entry.location), entry.label)
+
+
+def write_airbench_submission(record: dict, out: Path, folder: Path, model: str | None, reranker: str | None) -> list[Path]:
+    """suite.json's datasets (run by run_bench into OUT) as AIR-Bench's submission in `folder`;
+    the model and reranker names default to the system's (bench.airbench.system_names)."""
+    from irforge.bench.airbench import Submission, check_names, system_names, write_submission
+
+    default_model, default_reranker = system_names(record["system"])
+    submission = Submission(folder, model or default_model, reranker or default_reranker)
+    check_names(submission.model, submission.reranker)
+    return write_submission(submission, out, record["datasets"])

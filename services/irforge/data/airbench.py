@@ -99,3 +99,51 @@ def read_airbench_qrels(path: str | Path) -> Qrels:
         except EntryError as error:
             raise DataFormatError(path, str(error), line_number) from None
     return qrels
+
+
+# What AIR-Bench's submission files name (air_benchmark/evaluation_utils/evaluator.py, save_search_results).
+FACT_KEYS = ("task_type", "domain", "language", "dataset_name", "benchmark_version")
+VERSION_FOLDER = re.compile(r"^AIR-Bench_\d\d\.\d\d$")
+# The Hub repository AIR-Bench/<task>_<domain>_<language>, as a folder name or in the Hub cache's
+# datasets--AIR-Bench--<task>_<domain>_<language>.
+REPOSITORY_FOLDER = re.compile(r"^(?:datasets--AIR-Bench--)?(?P<task_type>qa|long-doc)_(?P<domain>[a-z0-9-]+)_(?P<language>[a-z]{2})$")
+
+
+def airbench_facts(folder: str | Path) -> dict:
+    """The dataset's task type, domain, language, dataset name and benchmark version: from
+    dataset.json's `airbench` mapping, else from the folders of the Hub's layout
+    (.../<task>_<domain>_<language>/.../AIR-Bench_24.05/<dataset_name>). DataFormatError naming
+    what is missing: a submission file without them would be filed under the wrong task."""
+    folder = Path(folder).resolve()
+    facts: dict = {}
+    if VERSION_FOLDER.match(folder.parent.name):
+        facts.update(dataset_name=folder.name, benchmark_version=folder.parent.name)
+    for ancestor in folder.parents:
+        match = REPOSITORY_FOLDER.match(ancestor.name)
+        if match:
+            facts.update(match.groupdict())
+            break
+    facts["found_in"] = "folder names" if facts else None
+    declared = _declared(folder)
+    if declared:
+        facts.update(declared, found_in="dataset.json" if len(declared) == len(FACT_KEYS) else "dataset.json and folder names")
+    missing = [key for key in FACT_KEYS if not facts.get(key)]
+    if missing:
+        raise DataFormatError(folder / "dataset.json", f"AIR-Bench's submission needs {', '.join(missing)} of this dataset: "
+                              "name them in dataset.json as {\"airbench\": {\"task_type\": \"qa\", \"domain\": \"arxiv\", "
+                              "\"language\": \"en\", \"dataset_name\": \"default\", \"benchmark_version\": \"AIR-Bench_24.05\"}} "
+                              "(or keep the Hub's folders: <task>_<domain>_<language>/AIR-Bench_24.05/<dataset_name>)")
+    return facts
+
+
+def _declared(folder: Path) -> dict:
+    path = folder / "dataset.json"
+    if not path.is_file():
+        return {}
+    try:
+        declared = json.loads(path.read_text(encoding="utf-8")).get("airbench") or {}
+    except (OSError, ValueError, AttributeError) as error:
+        raise DataFormatError(path, f"cannot be read as a JSON object ({error})") from None
+    if not isinstance(declared, dict) or any(key not in FACT_KEYS or not isinstance(value, str) for key, value in declared.items()):
+        raise DataFormatError(path, f"`airbench` must map some of {', '.join(FACT_KEYS)} to strings")
+    return declared
