@@ -96,3 +96,31 @@ def write_airbench_submission(record: dict, out: Path, folder: Path, model: str 
     submission = Submission(folder, model or default_model, reranker or default_reranker)
     check_names(submission.model, submission.reranker)
     return write_submission(submission, out, record["datasets"])
+
+
+def check_mteb_suite(suite: Suite) -> None:
+    """Before any dataset runs: every dataset of the suite has an MTEB task (SubmissionError)."""
+    from irforge.bench.airbench import SubmissionError
+    from irforge.results.mteb import BEIR_TASKS, task_for
+
+    for entry in suite.entries:
+        if task_for(entry.dataset) is None and task_for(entry.label) is None:
+            raise SubmissionError(f"dataset {entry.label!r} ({entry.dataset}): no MTEB task irforge knows for it "
+                                  f"(MTEB's names of BEIR's datasets: {', '.join(sorted(BEIR_TASKS))}); "
+                                  "label it by its BEIR name in the suite file")
+
+
+def write_mteb_results(record: dict, out: Path, folder: Path) -> list[Path]:
+    """Each dataset's results as MTEB's per-task file, folder/<Task>.json (irforge.results.mteb)."""
+    from irforge.common.files import write_json_atomic
+    from irforge.results.mteb import task_for, task_result_record
+
+    written = []
+    for entry in record["datasets"]:
+        results = Results.load(out / entry["label"])
+        task = task_for(entry.get("dataset")) or task_for(entry["label"])
+        language = (results.get("retriever") or {}).get("language")
+        task_record = task_result_record(dict(results), task, entry["split"],
+                                     "eng-Latn" if language in (None, "en") else str(language))
+        written.append(write_json_atomic(folder / f"{task}.json", task_record))
+    return written

@@ -8,7 +8,8 @@ import sys
 import traceback
 from pathlib import Path
 
-from irforge.app.bench import DatasetFailed, check_airbench_suite, run_bench, write_airbench_submission
+from irforge.app.bench import (DatasetFailed, check_airbench_suite, check_mteb_suite, run_bench, write_airbench_submission,
+                               write_mteb_results)
 from irforge.bench.airbench import SubmissionError, check_names
 from irforge.app.errors import UsageError
 from irforge.bench.suite import Suite, SuiteError, load_suite, suite_from_datasets
@@ -48,6 +49,9 @@ def add_parser(subparsers) -> None:
     airbench.add_argument("--airbench-model", metavar="NAME", help="the model name in the submission (default: the system's)")
     airbench.add_argument("--airbench-reranker", metavar="NAME",
                           help="the reranker name in the submission (default: the system's reranker, else NoReranker)")
+    parser.add_argument("--mteb-results", type=Path, metavar="DIR",
+                        help="also write each dataset's figures as MTEB's per-task results file, DIR/<Task>.json "
+                             "(its TaskResult layout: compare and report --mteb read it beside others)")
     add_config_file_option(parser)
     # The system: every pipeline option but what the suite gives per dataset.
     add_config_options(parser, PipelineConfig, exclude=("dataset", "split", *INSTRUCTION_OPTIONS))
@@ -92,8 +96,13 @@ def run_bench_command(args: argparse.Namespace) -> int:
         if submission is not None:
             check_names(args.airbench_model or "x", args.airbench_reranker or "x")
             check_airbench_suite(suite)   # before any dataset runs
+        if args.mteb_results is not None:
+            check_mteb_suite(suite)
         say(f"irforge bench: {suite.name}: {len(suite.entries)} datasets -> {args.out}")
         record = run_bench(config, suite, Path(args.out), measures, say=say)
+        if args.mteb_results is not None:
+            for path in write_mteb_results(record, Path(args.out), args.mteb_results):
+                say(f"MTEB results: wrote {path}")
         if submission is not None:
             written = write_airbench_submission(record, Path(args.out), submission, args.airbench_model, args.airbench_reranker)
             for path in written:
