@@ -101,3 +101,26 @@ def test_an_airbench_folder_without_its_task_names_says_what_to_add(tmp_path, ca
                  "--airbench-submission", str(tmp_path / "sub")]) == 2
     err = capsys.readouterr().err
     assert "needs task_type, domain, language, dataset_name, benchmark_version" in err and '"airbench"' in err
+
+
+def test_a_split_with_private_qrels_is_searched_and_submitted_as_the_leaderboard_would_score_it(hub_folder, tmp_path, capsys):
+    # AIR-Bench keeps its test qrels private: a copy of the dataset without test_qrels.jsonl
+    private = tmp_path / "qa_arxiv_en" / "AIR-Bench_24.05" / "default"
+    private.mkdir(parents=True)
+    for name in ("corpus.jsonl", "test_queries.jsonl", "dev_queries.jsonl", "dev_qrels.jsonl"):
+        (private / name).symlink_to(hub_folder / name)
+    submission = tmp_path / "search_results"
+    assert main(["bench", "--dataset", str(private), "--split", "test", "--out", str(tmp_path / "out"),
+                 "--index-dir", str(tmp_path / "index"), "--airbench-submission", str(submission)]) == 0
+    assert "searched, not evaluated" in capsys.readouterr().out
+    record = json.loads((submission / "bm25" / "NoReranker" / "qa" / "arxiv" / "en_default_test.json").read_text())
+    assert len(record["search_results"]) == 150 and record["split"] == "test"
+    # the leaderboard's scoring (pytrec_eval over search_results, with the qrels irforge never saw)
+    # gives what a bench with those qrels gives
+    assert main(["bench", "--dataset", str(hub_folder), "--split", "test", "--out", str(tmp_path / "judged"),
+                 "--index-dir", str(tmp_path / "index")]) == 0
+    per_query = pytrec_eval.RelevanceEvaluator(_qrels(hub_folder, "test"), {"ndcg_cut.10"}).evaluate(record["search_results"])
+    suite = json.loads((tmp_path / "judged" / "suite.json").read_text())
+    assert sum(q["ndcg_cut_10"] for q in per_query.values()) / 150 == pytest.approx(suite["datasets"][0]["metrics"]["nDCG@10"], abs=1e-12)
+    with zipfile.ZipFile(submission / "bm25_NoReranker.zip") as archive:
+        assert archive.namelist() == ["qa/arxiv/en_default_test.json"]

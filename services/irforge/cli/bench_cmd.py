@@ -11,6 +11,7 @@ from pathlib import Path
 from irforge.app.bench import (DatasetFailed, check_airbench_suite, check_mteb_suite, run_bench, write_airbench_submission,
                                write_mteb_results)
 from irforge.bench.airbench import SubmissionError, check_names
+from irforge.app.airbench import search_for_submission, unjudged_split
 from irforge.app.errors import UsageError
 from irforge.bench.suite import Suite, SuiteError, load_suite, suite_from_datasets
 from irforge.bench.table import FORMATS, suite_table
@@ -98,6 +99,14 @@ def run_bench_command(args: argparse.Namespace) -> int:
             check_airbench_suite(suite)   # before any dataset runs
         if args.mteb_results is not None:
             check_mteb_suite(suite)
+        if submission is not None and unjudged_split(suite):   # AIR-Bench's private test qrels: search only
+            written = search_for_submission(config, suite, Path(args.out), submission, args.airbench_model,
+                                            args.airbench_reranker, say=say)
+            for path in written:
+                say(f"AIR-Bench submission: wrote {path}")
+            print(f"\n{suite.name} · {len(suite.entries)} datasets searched, not evaluated (no qrels for split "
+                  f"{suite.entries[0].split}: AIR-Bench's leaderboard scores them) · wrote {submission}")
+            return 0
         say(f"irforge bench: {suite.name}: {len(suite.entries)} datasets -> {args.out}")
         record = run_bench(config, suite, Path(args.out), measures, say=say)
         if args.mteb_results is not None:
@@ -110,7 +119,7 @@ def run_bench_command(args: argparse.Namespace) -> int:
             if not any(path.suffix == ".zip" for path in written):
                 say("AIR-Bench submission: no zip: only dev files, which the leaderboard does not take "
                     "(AIR-Bench's zip_results.py leaves *_dev.json out; dev qrels are public, score them here)")
-    except (SuiteError, SubmissionError, MeasureError, OutputFolderError, ConfigError) as error:
+    except (SuiteError, SubmissionError, MeasureError, OutputFolderError, ConfigError, UsageError) as error:
         print(f"irforge bench: error: {redact_text(str(error))}", file=sys.stderr)
         return 2
     except DatasetFailed as failed:

@@ -255,6 +255,15 @@ class BeirDataset:
             return _queries_of_files(self.queries_paths)
         return iter_queries(self.queries_path)
 
+    def split_queries(self, split: str) -> Iterator[Query]:
+        """AIR-Bench's layout: the queries of one split (<split>_queries.jsonl), judged or not
+        (its test qrels are private); DataFormatError when the split has none."""
+        found = airbench_query_files(self.root).get(split) if self.layout is AIRBENCH else None
+        if found is None:
+            raise DataFormatError(self.root / f"{split}_queries.jsonl", f"no queries file for split {split!r} "
+                                  f"({self.layout.name} layout)")
+        return iter_queries(regular_input(checked(found, "dataset file"), f"dataset's {split} queries"))
+
     def qrels(self, split: str) -> Qrels:
         """The split's judgements; refused when none of its queries is in queries.jsonl, as no
         query of the split could then be evaluated (found here, before any indexing work)."""
