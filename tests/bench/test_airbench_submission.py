@@ -124,3 +124,13 @@ def test_a_split_with_private_qrels_is_searched_and_submitted_as_the_leaderboard
     assert sum(q["ndcg_cut_10"] for q in per_query.values()) / 150 == pytest.approx(suite["datasets"][0]["metrics"]["nDCG@10"], abs=1e-12)
     with zipfile.ZipFile(submission / "bm25_NoReranker.zip") as archive:
         assert archive.namelist() == ["qa/arxiv/en_default_test.json"]
+
+
+def test_a_reranked_system_is_filed_under_its_first_stage_and_its_reranker():
+    # as AIR-Bench files bge-m3 reranked by bge-reranker-v2-m3: search_results/bge-m3/bge-reranker-v2-m3/
+    from irforge.bench.airbench import system_names
+
+    dense = {"name": "dense", "encoder": {"model": "BAAI/bge-m3"}}
+    assert system_names(dense) == ("bge-m3", "NoReranker")
+    assert system_names({"name": "rerank", "first_stage": dense, "reranker": {"model": "BAAI/bge-reranker-v2-m3"}}) == \
+        ("bge-m3", "bge-reranker-v2-m3")
