@@ -76,6 +76,13 @@ def airbench_splits(folder: Path) -> list[str]:
     return sorted(p.name.split("_qrels.jsonl")[0] for p in folder.glob("*_qrels.jsonl*"))
 
 
+def _id(value) -> str | None:
+    """A qrels id as text (AIR-Bench's are strings; a number is taken as its digits), else None."""
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        return None
+    return str(value).strip() or None
+
+
 def read_airbench_qrels(path: str | Path) -> Qrels:
     """AIR-Bench's qrels: one {"qid", "docid", "relevance"} object per line (relevance 0 marks
     the hard negatives AIR-Bench labels)."""
@@ -89,8 +96,7 @@ def read_airbench_qrels(path: str | Path) -> Qrels:
             raise DataFormatError(path, f"malformed JSON ({error.msg} at column {error.colno})", line_number) from None
         if not isinstance(row, dict) or any(key not in row for key in QRELS_FIELDS):
             raise DataFormatError(path, "expected a JSON object with qid, docid and relevance (AIR-Bench qrels)", line_number)
-        query_id, doc_id = (str(row[key]).strip() if isinstance(row[key], (str, int)) and not isinstance(row[key], bool)
-                            else None for key in ("qid", "docid"))
+        query_id, doc_id = _id(row["qid"]), _id(row["docid"])
         if not query_id or not doc_id:
             raise DataFormatError(path, "qid and docid must be non-empty strings", line_number)
         relevance = parse_relevance(path, str(row["relevance"]), line_number)
