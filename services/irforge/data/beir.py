@@ -11,7 +11,8 @@ from typing import Any
 
 from irforge.common.allowed_roots import checked
 from irforge.common.files import file_sha256
-from irforge.data.airbench import AIRBENCH, BEIR, Layout, airbench_qrels_path, airbench_query_files, airbench_splits, layout_of, read_airbench_qrels
+from irforge.data.airbench import (AIRBENCH, BEIR, Layout, airbench_qrels_path, airbench_query_files, airbench_splits,
+                                   layout_of, read_airbench_qrels)
 from irforge.data.entries import EntryError, add_judgement
 from irforge.data.errors import DataFormatError
 from irforge.data.qrels import parse_relevance
