@@ -87,3 +87,52 @@ def run_bench(config: PipelineConfig, suite: Suite, out: Path, measures: list[st
     record = suite_record(suite.name, suite.split, measures, outcomes)
     write_suite(out, record)
     return record
+
+
+def check_airbench_suite(suite: Suite) -> None:
+    """Before any dataset runs: every dataset of the suite can be filed in AIR-Bench's submission
+    (its layout and task, domain, language, name and version found), else SubmissionError."""
+    from irforge.bench.airbench import check_dataset
+    from irforge.datasets import resolve_dataset
+
+    for entry in suite.entries:
+        check_dataset(resolve_dataset(entry.location), entry.label)
+
+
+def write_airbench_submission(record: dict, out: Path, folder: Path, model: str | None, reranker: str | None) -> list[Path]:
+    """suite.json's datasets (run by run_bench into OUT) as AIR-Bench's submission in `folder`;
+    the model and reranker names default to the system's (bench.airbench.system_names)."""
+    from irforge.bench.airbench import Submission, check_names, system_names, write_submission
+
+    default_model, default_reranker = system_names(record["system"])
+    submission = Submission(folder, model or default_model, reranker or default_reranker)
+    check_names(submission.model, submission.reranker)
+    return write_submission(submission, out, record["datasets"])
+
+
+def check_mteb_suite(suite: Suite) -> None:
+    """Before any dataset runs: every dataset of the suite has an MTEB task (SubmissionError)."""
+    from irforge.bench.airbench import SubmissionError
+    from irforge.results.mteb import BEIR_TASKS, task_for
+
+    for entry in suite.entries:
+        if task_for(entry.dataset) is None and task_for(entry.label) is None:
+            raise SubmissionError(f"dataset {entry.label!r} ({entry.dataset}): no MTEB task irforge knows for it "
+                                  f"(MTEB's names of BEIR's datasets: {', '.join(sorted(BEIR_TASKS))}); "
+                                  "label it by its BEIR name in the suite file")
+
+
+def write_mteb_results(record: dict, out: Path, folder: Path) -> list[Path]:
+    """Each dataset's results as MTEB's per-task file, folder/<Task>.json (irforge.results.mteb)."""
+    from irforge.common.files import write_json_atomic
+    from irforge.results.mteb import task_for, task_result_record
+
+    written = []
+    for entry in record["datasets"]:
+        results = Results.load(out / entry["label"])
+        task = task_for(entry.get("dataset")) or task_for(entry["label"])
+        language = (results.get("retriever") or {}).get("language")
+        task_record = task_result_record(dict(results), task, entry["split"],
+                                     "eng-Latn" if language in (None, "en") else str(language))
+        written.append(write_json_atomic(folder / f"{task}.json", task_record))
+    return written

@@ -21,6 +21,7 @@ from irforge.compare.comparison import CompareSettings, compare_systems
 from irforge.compare.render import render, render_suite
 from irforge.compare.suites import compare_suites, is_suite
 from irforge.compare.systems import IDENTITY, ComparisonError, System, check_comparable, load_results, load_run
+from irforge.results.mteb import beside_published, beside_text, read_mteb_results
 
 COMPARISON_SET = ("comparison.json", "comparison.md", "comparison.tex", "comparison.csv")
 
@@ -43,6 +44,7 @@ class CompareOptions:
     allow_different: tuple[str, ...] = ()           # --allow-different FIELD...
     keep_identical_ids: bool = False                # --keep-identical-ids (TREC run inputs)
     out: str | Path | None = None                   # --out
+    mteb: tuple[str | Path, ...] = ()               # --mteb: MTEB results files or folders to set beside (means only)
 
     def settings(self) -> CompareSettings:
         """The comparison's settings; ComparisonError naming what is wrong. A significance test
@@ -69,14 +71,16 @@ def compare(inputs: Iterable[str | Path], *, qrels: str | Path | None = None, la
             bootstrap_samples: int = stats.TestSettings.bootstrap_samples,
             confidence: float = stats.TestSettings.confidence, seed: int = stats.TestSettings.seed,
             allow_different: str | Iterable[str] | None = None, keep_identical_ids: bool = False,
-            out: str | Path | None = None) -> dict:
+            out: str | Path | None = None, mteb: str | Path | Iterable[str | Path] | None = None) -> dict:
     """`irforge compare`: load the inputs, check they are comparable, run the tests, write `out`
-    (comparison.json/.md/.tex/.csv) when given; returns comparison.json's content."""
+    (comparison.json/.md/.tex/.csv) when given; with `mteb` (MTEB results files or folders), their
+    published figures beside each system's (`published`); returns comparison.json's content."""
     options = CompareOptions(qrels=qrels, labels=listed(labels), baseline=baseline, measures=listed(measures),
                              tests=listed(tests), significance_test=significance_test, correction=correction,
                              alpha=alpha, permutations=permutations, bootstrap_samples=bootstrap_samples,
                              confidence=confidence, seed=seed, allow_different=listed(allow_different) or (),
-                             keep_identical_ids=keep_identical_ids, out=out)
+                             keep_identical_ids=keep_identical_ids, out=out,
+                             mteb=(mteb,) if isinstance(mteb, (str, Path)) else tuple(mteb or ()))
     return compare_with(list(inputs), options)
 
 
@@ -89,6 +93,7 @@ def compare_with(inputs: list[str | Path], options: CompareOptions) -> dict:
     if out is not None:
         check_output_folder(out)
     allowed = set(options.allow_different)
+    published = [result for path in options.mteb for result in read_mteb_results(path)]   # read before any work
     suites = [is_suite(path) for path in inputs]
     if any(suites) and options.qrels is None:
         if not all(suites):
@@ -98,6 +103,8 @@ def compare_with(inputs: list[str | Path], options: CompareOptions) -> dict:
         systems = load_systems(inputs, options)
         check_comparable(systems, allowed)
         comparison = compare_systems(systems, settings)
+    if published:
+        comparison["published"] = beside_published(figures_of(comparison), published)
     if out is not None:
         with OutputSet(out, replaces=COMPARISON_SET) as staging:
             write_json_atomic(staging / "comparison.json", comparison)
@@ -107,8 +114,22 @@ def compare_with(inputs: list[str | Path], options: CompareOptions) -> dict:
 
 
 def render_any(comparison: dict, fmt: str) -> str:
-    """A comparison (of results or of bench suites) in one of compare.render.FORMATS."""
-    return render_suite(comparison, fmt) if comparison["kind"] == "suite-comparison" else render(comparison, fmt)
+    """A comparison (of results or of bench suites) in one of compare.render.FORMATS; with published
+    MTEB figures (--mteb), their side-by-side table after it in text and Markdown (JSON holds it as
+    `published`; CSV and LaTeX keep to the comparison)."""
+    rendered = render_suite(comparison, fmt) if comparison["kind"] == "suite-comparison" else render(comparison, fmt)
+    if comparison.get("published") and fmt in ("text", "markdown"):
+        block = beside_text(comparison["published"])
+        rendered += "\n" + (block if fmt == "text" else "```\n" + block + "```\n")
+    return rendered
+
+
+def figures_of(comparison: dict) -> list[dict]:
+    """Each system's own means per dataset (as its results.json reports them, not over the compared
+    queries only): what a published mean is set beside."""
+    per_dataset = comparison["comparisons"].values() if comparison["kind"] == "suite-comparison" else [comparison]
+    return [{"system": s["label"], "dataset": s.get("dataset"), "split": s.get("split"),
+             "metrics": s.get("metrics_reported") or s["metrics"]} for c in per_dataset for s in c["systems"]]
 
 
 def load_systems(inputs: list[str | Path], options: CompareOptions) -> list[System]:

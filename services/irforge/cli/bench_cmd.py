@@ -8,7 +8,10 @@ import sys
 import traceback
 from pathlib import Path
 
-from irforge.app.bench import DatasetFailed, run_bench
+from irforge.app.bench import (DatasetFailed, check_airbench_suite, check_mteb_suite, run_bench, write_airbench_submission,
+                               write_mteb_results)
+from irforge.bench.airbench import SubmissionError, check_names
+from irforge.app.airbench import search_for_submission, unjudged_split
 from irforge.app.errors import UsageError
 from irforge.bench.suite import Suite, SuiteError, load_suite, suite_from_datasets
 from irforge.bench.table import FORMATS, suite_table
@@ -39,6 +42,17 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--out", type=Path, required=True, help="output folder: OUT/<label>/ per dataset, OUT/suite.json, OUT/suite.md")
     parser.add_argument("--format", choices=FORMATS, default="text",
                         help="how the final table is printed: text (default), markdown or csv (suite.md is always Markdown)")
+    airbench = parser.add_argument_group("AIR-Bench submission (docs/bench.md)")
+    airbench.add_argument("--airbench-submission", type=Path, metavar="DIR",
+                          help="also write every dataset's run in AIR-Bench's submission layout under DIR "
+                               "(DIR/<model>/<reranker>/<task>/<domain>/<language>_<dataset>_<split>.json) and the zip "
+                               "its leaderboard takes (the non-dev files); every dataset must be in AIR-Bench's layout")
+    airbench.add_argument("--airbench-model", metavar="NAME", help="the model name in the submission (default: the system's)")
+    airbench.add_argument("--airbench-reranker", metavar="NAME",
+                          help="the reranker name in the submission (default: the system's reranker, else NoReranker)")
+    parser.add_argument("--mteb-results", type=Path, metavar="DIR",
+                        help="also write each dataset's figures as MTEB's per-task results file, DIR/<Task>.json "
+                             "(its TaskResult layout: compare and report --mteb read it beside others)")
     add_config_file_option(parser)
     # The system: every pipeline option but what the suite gives per dataset.
     add_config_options(parser, PipelineConfig, exclude=("dataset", "split", *INSTRUCTION_OPTIONS))
@@ -77,9 +91,35 @@ def run_bench_command(args: argparse.Namespace) -> int:
         stores = config.stores
         check_outside(args.out, {"--index-dir": stores.index_dir, "--vector-dir": stores.vector_dir,
                                  "--embedding-cache": stores.embedding_cache, "--store": config.holes.store})
+        submission = args.airbench_submission
+        if submission is None and (args.airbench_model or args.airbench_reranker):
+            raise SuiteError("--airbench-model and --airbench-reranker go with --airbench-submission DIR")
+        if submission is not None:
+            check_names(args.airbench_model or "x", args.airbench_reranker or "x")
+            check_airbench_suite(suite)   # before any dataset runs
+        if args.mteb_results is not None:
+            check_mteb_suite(suite)
+        if submission is not None and unjudged_split(suite):   # AIR-Bench's private test qrels: search only
+            written = search_for_submission(config, suite, Path(args.out), submission, args.airbench_model,
+                                            args.airbench_reranker, say=say)
+            for path in written:
+                say(f"AIR-Bench submission: wrote {path}")
+            print(f"\n{suite.name} · {len(suite.entries)} datasets searched, not evaluated (no qrels for split "
+                  f"{suite.entries[0].split}: AIR-Bench's leaderboard scores them) · wrote {submission}")
+            return 0
         say(f"irforge bench: {suite.name}: {len(suite.entries)} datasets -> {args.out}")
         record = run_bench(config, suite, Path(args.out), measures, say=say)
-    except (SuiteError, MeasureError, OutputFolderError, ConfigError) as error:
+        if args.mteb_results is not None:
+            for path in write_mteb_results(record, Path(args.out), args.mteb_results):
+                say(f"MTEB results: wrote {path}")
+        if submission is not None:
+            written = write_airbench_submission(record, Path(args.out), submission, args.airbench_model, args.airbench_reranker)
+            for path in written:
+                say(f"AIR-Bench submission: wrote {path}")
+            if not any(path.suffix == ".zip" for path in written):
+                say("AIR-Bench submission: no zip: only dev files, which the leaderboard does not take "
+                    "(AIR-Bench's zip_results.py leaves *_dev.json out; dev qrels are public, score them here)")
+    except (SuiteError, SubmissionError, MeasureError, OutputFolderError, ConfigError, UsageError) as error:
         print(f"irforge bench: error: {redact_text(str(error))}", file=sys.stderr)
         return 2
     except DatasetFailed as failed:

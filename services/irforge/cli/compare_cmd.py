@@ -58,6 +58,10 @@ def add_parser(subparsers) -> None:
                         help="TREC run inputs: keep retrieved documents whose id equals the query id (default: drop, as eval)")
     parser.add_argument("--format", choices=FORMATS, default="text", help="what to print (default text)")
     parser.add_argument("--out", type=Path, help="also write comparison.json/.md/.tex/.csv into this folder, as one set")
+    parser.add_argument("--mteb", action="append", type=Path, metavar="PATH",
+                        help="MTEB results (a TaskResult file, or a model's folder of them, e.g. from the public "
+                             "embeddings-benchmark/results): its published figures beside each system's, per dataset "
+                             "(means only: MTEB publishes no per-query values, so no test against them); repeatable")
     parser.set_defaults(handler=run_compare)
 
 
@@ -68,7 +72,7 @@ def run_compare(args: argparse.Namespace) -> int:
         significance_test=args.significance_test, correction=args.correction, alpha=args.alpha,
         permutations=args.permutations, bootstrap_samples=args.bootstrap_samples, confidence=args.confidence,
         seed=args.seed, allow_different=tuple(args.allow_different or ()), keep_identical_ids=args.keep_identical_ids,
-        out=args.out,
+        out=args.out, mteb=tuple(args.mteb or ()),
     )
     try:
         comparison = compare_with(args.inputs, options)

@@ -11,6 +11,7 @@ from pathlib import Path
 from irforge.reports.inputs import ReportInputError, load_inputs
 from irforge.reports.page import build_report, write_report
 from irforge.results import ResultsFileError
+from irforge.results.mteb import read_mteb_results
 
 
 def add_parser(subparsers) -> None:
@@ -25,6 +26,10 @@ def add_parser(subparsers) -> None:
                         help="a results.json, comparison.json or suite.json, or a folder holding one (in that order of preference)")
     parser.add_argument("--out", type=Path, required=True, help="the HTML file to write (replaced atomically)")
     parser.add_argument("--title", help="the page's title (default: the kinds of input and their datasets)")
+    parser.add_argument("--mteb", action="append", type=Path, metavar="PATH",
+                        help="MTEB results (a TaskResult file, or a model's folder of them): a section with its published "
+                             "figures beside each system's, per dataset (means only: MTEB publishes no per-query values); "
+                             "repeatable")
     parser.set_defaults(handler=run_report)
 
 
@@ -46,12 +51,14 @@ def run_report(args: argparse.Namespace) -> int:
     try:
         check_out(args.out)
         inputs = load_inputs(args.inputs)   # every input read and checked before anything is written
+        published = [result for path in args.mteb or () for result in read_mteb_results(path)]
     except (ReportInputError, ResultsFileError) as error:
         print(f"irforge report: error: {error}", file=sys.stderr)
         return 2
     command = shlex.join(["irforge", "report", *args.inputs, "--out", str(args.out)]
-                         + (["--title", args.title] if args.title else []))
-    document = build_report(inputs, args.title, command)
+                         + (["--title", args.title] if args.title else [])
+                         + [part for path in args.mteb or () for part in ("--mteb", str(path))])
+    document = build_report(inputs, args.title, command, published=published)
     write_report(args.out, document)
     systems = sum(len(item.systems) for item in inputs)
     print(f"wrote {args.out}: {plural(len(inputs), 'input')}, {plural(systems, 'system')}, "

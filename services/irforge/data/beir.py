@@ -11,6 +11,8 @@ from typing import Any
 
 from irforge.common.allowed_roots import checked
 from irforge.common.files import file_sha256
+from irforge.data.airbench import (AIRBENCH, BEIR, Layout, airbench_qrels_path, airbench_query_files, airbench_splits,
+                                   layout_of, read_airbench_qrels)
 from irforge.data.entries import EntryError, add_judgement
 from irforge.data.errors import DataFormatError
 from irforge.data.qrels import parse_relevance
@@ -23,8 +25,9 @@ QRELS_HEADER = ("query-id", "corpus-id", "score")
 SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
-def _parse_line(path: Path, line_number: int, line: str, kind: str) -> tuple[dict[str, Any], str]:
-    """One JSON line's object and its `_id`; rejects malformed JSON and missing or unusable ids."""
+def _parse_line(path: Path, line_number: int, line: str, kind: str, id_key: str = "_id") -> tuple[dict[str, Any], str]:
+    """One JSON line's object and its id (`_id`, or `id` in AIR-Bench's layout); rejects malformed
+    JSON and missing or unusable ids."""
     try:
         obj = json.loads(line)
     except json.JSONDecodeError as error:
@@ -33,15 +36,18 @@ def _parse_line(path: Path, line_number: int, line: str, kind: str) -> tuple[dic
         raise DataFormatError(path, f"expected a JSON object per line, got {type(obj).__name__}", line_number)
     if SURROGATE_ESCAPE.search(line):
         _refuse_lone_surrogates(path, line_number, obj)
-    raw_id = obj.get("_id")
+    raw_id = obj.get(id_key)
     if raw_id is None or (isinstance(raw_id, str) and not raw_id.strip()):
-        raise DataFormatError(path, f"{kind} has no `_id`", line_number)
+        other = "id" if id_key == "_id" else "_id"
+        hint = (f" (it has `{other}`: {'AIR-Bench' if other == 'id' else 'BEIR'}'s field; this folder is read as "
+                f"{'BEIR' if id_key == '_id' else 'AIR-Bench'} by its file names)") if other in obj else ""
+        raise DataFormatError(path, f"{kind} has no `{id_key}`{hint}", line_number)
     if not isinstance(raw_id, (str, int)) or isinstance(raw_id, bool):
-        raise DataFormatError(path, f"`_id` must be a string, got {json.dumps(raw_id)}", line_number)
+        raise DataFormatError(path, f"`{id_key}` must be a string, got {json.dumps(raw_id)}", line_number)
     item_id = str(raw_id)
     if any(c.isspace() for c in item_id):
         # TREC run and qrels files are whitespace-separated: such an id could never be scored.
-        raise DataFormatError(path, f"`_id` {item_id!r} contains whitespace", line_number)
+        raise DataFormatError(path, f"`{id_key}` {item_id!r} contains whitespace", line_number)
     return obj, item_id
 
 
@@ -74,11 +80,17 @@ def _refuse_lone_surrogates(path: Path, line_number: int, obj: dict[str, Any]) -
                       "which is not valid Unicode", line_number)
 
 
+def _id_key(path: Path) -> str:
+    """The id field of a corpus or queries file: the layout of the folder it is in says it."""
+    return layout_of(path.parent).id_key
+
+
 def _json_objects(path: Path, kind: str) -> Iterator[tuple[int, dict[str, Any], str]]:
-    """(line number, object, its `_id`) per line; rejects malformed JSON, missing and duplicate ids."""
+    """(line number, object, its id) per line; rejects malformed JSON, missing and duplicate ids."""
     seen: dict[str, int] = {}
+    id_key = _id_key(path)
     for line_number, line in numbered_lines(path, "corpus file" if kind == "document" else "queries file"):
-        obj, item_id = _parse_line(path, line_number, line, kind)
+        obj, item_id = _parse_line(path, line_number, line, kind, id_key)
         if item_id in seen:
             raise DataFormatError(path, f"duplicate {kind} id {item_id!r} (first seen on line {seen[item_id]})", line_number)
         seen[item_id] = line_number
@@ -121,7 +133,7 @@ def parse_document_line(path: str | Path, line_number: int, line: str) -> Docume
     """One corpus line as iter_corpus reads it, for readers that skip to a range of lines (shard
     workers): the same checks, except for duplicate ids, which need the whole stream."""
     path = Path(path)
-    return _document(path, line_number, *_parse_line(path, line_number, line, "document"))
+    return _document(path, line_number, *_parse_line(path, line_number, line, "document", _id_key(path)))
 
 
 def iter_queries(path: str | Path) -> Iterator[Query]:
@@ -176,16 +188,18 @@ def _first_existing(*candidates: Path) -> Path | None:
 
 @dataclass(frozen=True)
 class BeirDataset:
-    """A BEIR-layout folder. Files may be plain or gzip-compressed."""
+    """A BEIR-layout folder, or one in AIR-Bench's layout (irforge.data.airbench: told apart by
+    its file names, `layout` says which). Files may be plain or gzip-compressed."""
 
     root: Path
+    layout: Layout = BEIR
 
     @classmethod
     def open(cls, root: str | Path) -> "BeirDataset":
         root = checked(root, "dataset folder")
         if not root.is_dir():
             raise DataFormatError(root, "dataset folder not found")
-        dataset = cls(root)
+        dataset = cls(root, layout_of(root))
         _ = dataset.corpus_path  # fail early with a clear message
         return dataset
 
@@ -206,9 +220,28 @@ class BeirDataset:
 
     @property
     def queries_path(self) -> Path:
+        """queries.jsonl; in AIR-Bench's layout the first <split>_queries.jsonl (queries() reads them all)."""
+        if self.layout is AIRBENCH:
+            return self.queries_paths[0]
         return self._required("queries.jsonl")
 
+    @property
+    def queries_paths(self) -> tuple[Path, ...]:
+        """Every queries file: queries.jsonl, or each <split>_queries.jsonl of AIR-Bench's layout."""
+        if self.layout is AIRBENCH:
+            files = airbench_query_files(self.root)
+            return tuple(regular_input(checked(path, "dataset file"), f"dataset's {split} queries") for split, path in files.items())
+        return (self.queries_path,)
+
     def qrels_path(self, split: str) -> Path:
+        if self.layout is AIRBENCH:
+            found = airbench_qrels_path(self.root, split)
+            if found is None:
+                raise DataFormatError(self.root / f"{split}_qrels.jsonl",
+                                      f"split {split!r} not found (AIR-Bench layout: <split>_qrels.jsonl); available: "
+                                      f"{', '.join(airbench_splits(self.root)) or 'none'} (AIR-Bench keeps its test qrels "
+                                      "private: test results are scored by its leaderboard, see --airbench-submission)")
+            return regular_input(checked(found, "dataset file"), f"dataset's {split} qrels")
         found = _first_existing(self.root / "qrels" / f"{split}.tsv", self.root / "qrels" / f"{split}.tsv.gz")
         if found is None:
             splits = sorted(p.name.split(".")[0] for p in (self.root / "qrels").glob("*.tsv*"))
@@ -219,13 +252,26 @@ class BeirDataset:
         return iter_corpus(self.corpus_path)
 
     def queries(self) -> Iterator[Query]:
+        if self.layout is AIRBENCH:
+            return _queries_of_files(self.queries_paths)
         return iter_queries(self.queries_path)
+
+    def split_queries(self, split: str) -> Iterator[Query]:
+        """AIR-Bench's layout: the queries of one split (<split>_queries.jsonl), judged or not
+        (its test qrels are private); DataFormatError when the split has none."""
+        found = airbench_query_files(self.root).get(split) if self.layout is AIRBENCH else None
+        if found is None:
+            raise DataFormatError(self.root / f"{split}_queries.jsonl", f"no queries file for split {split!r} "
+                                  f"({self.layout.name} layout)")
+        return iter_queries(regular_input(checked(found, "dataset file"), f"dataset's {split} queries"))
 
     def qrels(self, split: str) -> Qrels:
         """The split's judgements; refused when none of its queries is in queries.jsonl, as no
         query of the split could then be evaluated (found here, before any indexing work)."""
         path = self.qrels_path(split)
-        qrels = read_beir_qrels(path)
+        qrels = read_airbench_qrels(path) if self.layout is AIRBENCH else read_beir_qrels(path)
+        if not qrels:
+            raise DataFormatError(path, "no judgements")
         self._check_some_query_known(path, qrels)
         return qrels
 
@@ -247,3 +293,16 @@ class BeirDataset:
     def corpus_fingerprint(self) -> str:
         """SHA-256 of the corpus file's bytes (streamed): a changed corpus gets a new index."""
         return file_sha256(self.corpus_path)
+
+
+def _queries_of_files(paths: tuple[Path, ...]) -> Iterator[Query]:
+    """The queries of several files (AIR-Bench's one per split) as one stream: an id in two files
+    is refused unless its text is the same (one query listed twice, not two queries under one id)."""
+    seen: dict[str, tuple[Path, str]] = {}
+    for path in paths:
+        for query in iter_queries(path):
+            first = seen.setdefault(query.query_id, (path, query.text))
+            if first[0] == path:
+                yield query
+            elif first[1] != query.text:
+                raise DataFormatError(path, f"query id {query.query_id!r} is also in {first[0].name} with another text")

@@ -3,6 +3,7 @@
 - A path that exists is used as it is, always: a folder of yours is never shadowed by a name.
 - Otherwise `SOURCE/NAME` from the catalogue (`beir/scifact`) is the complete downloaded copy in
   the datasets folder; `SOURCE/NAME/SUB` a folder inside it (`beir/cqadupstack/android`).
+- `irds:NAME` is a dataset of the ir_datasets package, read from its local cache (datasets/irds.py).
 - A known name not yet downloaded is an error giving the exact `irforge datasets download` command;
   anything else is an error suggesting the nearest names. Bare words (`scifact`) are not names:
   they are folders, and a missing one is answered with "did you mean 'beir/scifact'?".
@@ -14,6 +15,7 @@ from pathlib import Path
 
 from irforge.datasets.catalog import CATALOG_VARIABLE, NAME, Catalog, load_catalog
 from irforge.datasets.errors import DatasetError
+from irforge.datasets.irds import is_irds, resolve_irds
 from irforge.datasets.store import copy_state, default_datasets_dir, read_marker
 
 
@@ -24,9 +26,11 @@ def resolve_dataset(value: str | Path, *, datasets_dir: str | Path | None = None
     path = Path(value)
     if path.exists():
         return path
+    folder = Path(datasets_dir) if datasets_dir is not None else default_datasets_dir()
+    if is_irds(value):
+        return resolve_irds(str(value), folder)
     text = str(value).strip().rstrip("/")
     catalog = catalog if catalog is not None else load_catalog()
-    folder = Path(datasets_dir) if datasets_dir is not None else default_datasets_dir()
     entry, rest = _entry_and_rest(text, catalog)
     if entry is None:
         raise DatasetError(f"{value}: dataset folder not found, nor is it a dataset name{catalog.suggest(text)}"
@@ -49,6 +53,8 @@ def is_dataset_name(value: str | Path, *, catalog: Catalog | None = None) -> boo
     (`irforge submit`, whose orchestrator may see folders this machine does not)."""
     if Path(value).exists():
         return False
+    if is_irds(value):
+        return True
     try:
         return _entry_and_rest(str(value).strip().rstrip("/"), catalog if catalog is not None else load_catalog())[0] is not None
     except DatasetError:

@@ -109,8 +109,10 @@ class EvalJob:
         spec = self.spec
         versions = package_versions(VERSIONED_PACKAGES)
         versions.update(result.versions)
+        source = _source(dataset.root)
         return {
-            "dataset": dataset.name,
+            # a folder made from ir_datasets is named by its ir_datasets name, not its last folder
+            "dataset": source["source"]["name"] if source else dataset.name,
             "split": spec.split,
             "retriever": {**self.retriever.describe(), "top_k": spec.top_k},
             **({"config": spec.config} if spec.config is not None else {}),
@@ -128,6 +130,10 @@ class EvalJob:
             },
             "data": {
                 "path": str(dataset.root.resolve()),
+                # which layout the folder was read in (BEIR, AIR-Bench), found from its file names
+                "layout": dataset.layout.name,
+                "layout_files": dataset.layout.description,
+                **source,
                 "corpus_fingerprint_sha256": fingerprint,
                 "queries_in_split": len(queries),
                 "qrels_judgements": sum(len(j) for j in qrels.values()),
@@ -166,3 +172,11 @@ def _generation(root) -> dict:
 
     facts = generation_facts(root)
     return {"generation": facts} if facts is not None else {}
+
+
+def _source(root) -> dict:
+    """{"source": ...} for a folder irforge made from another format (ir_datasets), else {}."""
+    from irforge.datasets.irds import source_facts
+
+    facts = source_facts(root)
+    return {"source": facts} if facts is not None else {}

@@ -16,6 +16,7 @@ from irforge import __version__
 from irforge.common.files import atomic_write
 from irforge.reports.inputs import ReportInput
 from irforge.reports.markup import Markup, esc, join, table, tag
+from irforge.reports.published import published_section
 from irforge.reports.reproducibility import reproducibility_section
 from irforge.reports.sections import comparison_section, results_section, suite_comparison_section, suite_section
 
@@ -97,7 +98,7 @@ def default_title(inputs: list[ReportInput]) -> str:
 
 
 def build_report(inputs: list[ReportInput], title: str | None = None, command: str | None = None,
-                 created_at: str | None = None) -> str:
+                 created_at: str | None = None, published: list | None = None) -> str:
     """The whole page as a string (every input string escaped)."""
     created_at = created_at or datetime.now(timezone.utc).isoformat(timespec="seconds")
     title = title or default_title(inputs)
@@ -116,6 +117,8 @@ def build_report(inputs: list[ReportInput], title: str | None = None, command: s
     results = [item for item in inputs if item.kind in ("results", "instructions")]
     if results:
         sections.append(("results", "Results", results_section("results", results)))
+    if published:   # MTEB's published figures (irforge.results.mteb), beside the team's
+        sections.append(("mteb", "Published MTEB figures", published_section("mteb", inputs, published)))
     made = {"irforge": __version__, "python": platform.python_version(), "created_at": created_at,
             "command": command or "(built from Python)", "inputs": [item.given for item in inputs]}
     sections.append(("reproducibility", "Reproducibility", reproducibility_section("reproducibility", inputs, made)))
