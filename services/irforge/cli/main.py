@@ -7,7 +7,7 @@ import os
 import sys
 
 from irforge import __version__
-from irforge.cli import (agreement_cmd, bench_cmd, build_instructions_cmd, compare_cmd, datasets_cmd, eval_cmd,
+from irforge.cli import (agreement_cmd, bench_cmd, build_instructions_cmd, check_cmd, compare_cmd, datasets_cmd, eval_cmd,
                          generate_cmd, instructions_cmd, jobs_cmd, judge_cmd, metrics_cmd, qc_cmd, report_cmd, serve_cmd,
                          service_cmd, shard_cmd)
 from irforge.cli.parser import IrforgeParser
@@ -57,6 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     agreement_cmd.add_parser(subparsers)
     datasets_cmd.add_parser(subparsers)
     report_cmd.add_parser(subparsers)
+    check_cmd.add_parser(subparsers)
     for command in subparsers.choices.values():
         add_client_tls_arguments(command)
     return parser
