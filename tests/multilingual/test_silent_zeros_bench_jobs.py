@@ -121,3 +121,13 @@ def test_a_job_whose_run_retrieved_nothing_fails_with_the_reason(collections, or
     written = json.loads((tmp_path / "suite-out" / "suite.json").read_text())
     assert [(d["label"], d["status"], d.get("error")) for d in written["datasets"]] == [
         ("zh3", "retrieved-nothing", REASON), ("en4", "evaluated", None)]
+
+
+def test_a_run_file_that_misses_most_queries_fails_without_blaming_the_analysis(collections, capsys, tmp_path):
+    """A given run (eval --run) answering 1 of 3 queries: 2 of 3 retrieved nothing, hand count;
+    no --language advice, since no analysis of irforge's made that run."""
+    run_file = tmp_path / "one.trec"
+    run_file.write_text("q1 Q0 d1 1 2.0 mine\n")
+    code, _, err = run(capsys, "eval", "--dataset", collections["zh3"], "--run", run_file, "--out", tmp_path / "out")
+    assert code == 3, err
+    assert "irforge eval: error: 2 of 3 queries retrieved nothing\n" in err and "--language" not in err

@@ -163,6 +163,8 @@ def mostly_empty(results: dict) -> str:
     if not (total > 0 and empty * 2 > total):
         return ""
     corpus = ((results.get("retriever") or {}).get("languages") or {}).get("corpus") or {}
+    if not corpus:   # no analysis of ours to blame (a run file, an endpoint that retrieves)
+        return f"{empty} of {total} queries retrieved nothing"
     return (f"{empty} of {total} queries retrieved nothing; the corpus was analysed as {corpus.get('language', '?')} "
             f"({corpus.get('how', '?')}): if that is wrong, pass --language CODE")
 
