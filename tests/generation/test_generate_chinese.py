@@ -1,12 +1,15 @@
 """AIR-Bench QA over a Chinese corpus (XQuAD-zh paragraphs) with the scripted chat server: the
 copy check counts word 4-grams, and a Chinese sentence is one "word" to a split on spaces or
 non-word characters, so a query copied from its document passed it (0 copied 4-grams) and was
-kept. Each character of an unspaced script is now a word (irforge.analysis.counted_words)."""
+kept. Words are now the analysis room's (irforge.analysis): overlapping character bigrams in
+Chinese, so a shared 4-gram is a shared run of 5 characters (test_generation_languages.py has
+Japanese, Korean and Thai)."""
 
 from __future__ import annotations
 
 import gzip
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -15,14 +18,14 @@ from irforge.generation.recipes.airbench import copied_ngrams
 scripted = sys.modules["irforge_judge_tests_scripted_chat"]   # loaded by conftest.py
 XQUAD_ZH = Path(__file__).resolve().parents[1] / "multilingual" / "data" / "xquad-zh" / "corpus.jsonl.gz"
 OWN_WORDS = "请问这件事的来龙去脉究竟怎样"   # a rewrite in its own words: no 4 characters of it in any paragraph used
-DOCUMENT_MARK = "Document (for reference only; do not copy from it):\n"
+PASSAGE = re.compile(r"<passage>\n(.*?)\n</passage>", re.S)   # the document, quoted as data
 
 
 def copying_writer(prompt: str, body: dict) -> str:
     """Rewrite 1 copies the document's first sentence, rewrites 2 and 3 use their own words."""
     if prompt.startswith("Rewrite the search query below"):
         if "(rewrite number 1)" in prompt:
-            document = prompt.split(DOCUMENT_MARK, 1)[1]
+            document = PASSAGE.search(prompt).group(1)
             return json.dumps({"query": document.split("，")[0][:30]}, ensure_ascii=False)
         return json.dumps({"query": OWN_WORDS}, ensure_ascii=False)
     return scripted.answer_by_schema(prompt, body)
@@ -30,8 +33,8 @@ def copying_writer(prompt: str, body: dict) -> str:
 
 def test_the_copy_check_counts_chinese_4grams():
     document = "黑豹队的防守只丢了 308分，在联赛中排名第六"
-    assert copied_ngrams("黑豹队的防守只丢了多少分", document) == 6    # 黑豹队的 ... 防守只丢 ... 只丢了
-    assert copied_ngrams(OWN_WORDS, document) == 0
+    assert copied_ngrams("黑豹队的防守只丢了多少分", document, "zh") == 5    # 黑豹队的防 ... 防守只丢了
+    assert copied_ngrams(OWN_WORDS, document, "zh") == 0
 
 
 def test_airbench_qa_in_chinese_keeps_the_rewrite_that_copied_nothing(chat, spec_file, run_cli, tmp_path):

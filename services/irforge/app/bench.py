@@ -5,7 +5,10 @@ that dataset), so a suite's numbers are exactly what `irforge eval` gives datase
 Resumable: a dataset whose OUT/<label>/results.json still stands (bench.reuse) is reused, not
 redone; each dataset's folder is written as one set, so a bench killed at any moment resumes with
 the next unfinished dataset. A dataset that fails stops the bench (DatasetFailed, naming it); the
-datasets finished before it stay in OUT and are reused by the next run.
+datasets finished before it stay in OUT and are reused by the next run. A dataset whose run
+retrieved nothing for more than half its queries is written and marked (status
+`retrieved-nothing`, the reason in `error`), as `irforge eval` writes it and exits 3; the bench
+goes on and exits 3.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from irforge.bench.record import EVALUATED, REUSED, DatasetOutcome, remove_suite, suite_record, write_suite
+from irforge.bench.record import EVALUATED, REUSED, DatasetOutcome, outcome_of, remove_suite, suite_record, write_suite
 from irforge.bench.reuse import reuse_problem
 from irforge.bench.suite import Suite, SuiteEntry, SuiteError
 from irforge.app.evaluate import checked, evaluate
@@ -80,10 +83,11 @@ def run_bench(config: PipelineConfig, suite: Suite, out: Path, measures: list[st
             raise DatasetFailed(entry, position, total, error) from error
         first = next(iter(measures))
         why = f" {folder}/results.json (same system, same data)" if status == REUSED else ""
+        outcome = outcome_of(entry.label, entry.dataset, entry.split, dict(results), status)
         say(f"[{position}/{total}] {entry.label}: {status}{why} · {first} {results['metrics'][first]:.4f} · "
-            f"{results['evaluation']['queries_evaluated']} queries · {time.perf_counter() - started:.1f}s")
-        outcomes.append(DatasetOutcome(label=entry.label, dataset=entry.dataset, split=entry.split,
-                                       results=dict(results), status=status))
+            f"{results['evaluation']['queries_evaluated']} queries · {time.perf_counter() - started:.1f}s"
+            + (f" · error: {outcome.error}" if outcome.error else ""))
+        outcomes.append(outcome)
     record = suite_record(suite.name, suite.split, measures, outcomes)
     write_suite(out, record)
     return record

@@ -20,7 +20,7 @@ from irforge.common.output_set import OutputSet, check_output_folder, check_outs
 from irforge.config import PipelineConfig, recorded, validate
 from irforge.datasets import resolve_dataset
 from irforge.evaluator.measures import parse_measures
-from irforge.pipeline.eval_job import EvalJob, EvalJobSpec
+from irforge.pipeline.eval_job import EvalJob, EvalJobSpec, mostly_empty
 from irforge.results import Results
 
 EXIT_MOSTLY_EMPTY = 3   # results are written, but more than half the queries retrieved nothing
@@ -41,15 +41,10 @@ def empty_run_report(results) -> tuple[list[str], bool]:
             lines.append(f"warning: {counts[key]} {what} (e.g. {shown})")
     if counts.get("language_warning"):
         lines.append(f"warning: {counts['language_warning']}")
-    languages = results.get("retriever", {}).get("languages") or {}
-    total = counts.get("queries_retrieved") or 0
-    mostly_empty = total > 0 and counts.get("queries_without_results", 0) * 2 > total
-    if mostly_empty:
-        corpus = languages.get("corpus", {})
-        lines.append(f"error: {counts['queries_without_results']} of {total} queries retrieved nothing; the corpus was "
-                     f"analysed as {corpus.get('language', '?')} ({corpus.get('how', '?')}): if that is wrong, pass "
-                     "--language CODE")
-    return lines, mostly_empty
+    reason = mostly_empty(results)
+    if reason:
+        lines.append(f"error: {reason}")
+    return lines, bool(reason)
 
 
 def checked(config: PipelineConfig, out: str | Path, use: str = "eval") -> PipelineConfig:

@@ -40,6 +40,7 @@ class GenerateRequest:
     tokenizer: str = "sentence-transformers/all-MiniLM-L6-v2"
     source_split: str = "test"                  # infosearch
     dimensions: tuple[str, ...] | None = None   # infosearch (None: all six)
+    language: str | None = None                 # ISO 639-1 code to write in (None: the corpus's)
     qc_model: str = "all-MiniLM-L6-v2"
     qc_rerankers: tuple[str, ...] | None = None   # None: bm25 and dense:<qc_model> (BEIR recipes)
     qc_recall_depth: int = 100
@@ -53,7 +54,7 @@ class GenerateRequest:
         return RecipeSettings(corpus=self.corpus, docs=self.docs, seed=self.seed, rewrites=self.rewrites,
                               templates=self.templates, chunk_tokens=self.chunk_tokens, chunk_overlap=self.chunk_overlap,
                               tokenizer=self.tokenizer, source_split=self.source_split,
-                              dimensions=tuple(self.dimensions) if self.dimensions else None)
+                              dimensions=tuple(self.dimensions) if self.dimensions else None, language=self.language)
 
     def generation_qc(self) -> GenerationQc:
         """How the QC step checks the generated collection (the default rerankers spelled out)."""
@@ -85,6 +86,8 @@ def estimate(request: GenerateRequest) -> dict:
 def check(request: GenerateRequest):
     """(the LLM spec, the recipe's module); UsageError for anything wrong, before any request."""
     from irforge.common.output_set import check_outside
+    from irforge.config.checks import check_values
+    from irforge.config.pipeline import Bm25Config
     from irforge.data.generation_manifest import MANIFEST_NAME
     from irforge.generation.recipes import RECIPES
     from irforge.judge.spec import JudgeSpec
@@ -102,6 +105,10 @@ def check(request: GenerateRequest):
         raise UsageError(f"--max-requests must be at least 1, got {request.max_requests}")
     if request.max_cost is not None and not request.max_cost > 0:
         raise UsageError(f"--max-cost must be positive, got {request.max_cost}")
+    try:   # --language is BM25's option (config.pipeline): one declaration, one check, one message
+        check_values(Bm25Config(language=request.language))
+    except ValueError as error:
+        raise UsageError(str(error)) from None
     corpus, out = Path(request.corpus), Path(request.out)
     if not corpus.is_dir():
         raise UsageError(f"--corpus {request.corpus}: not a folder")
@@ -159,6 +166,7 @@ def generate(request: GenerateRequest) -> dict:
         "recipe": request.recipe, "seed": request.seed, "docs": request.docs, "model": spec.model,
         "complete": engine.stopped is None and reason is None, "stopped": engine.stopped, "incomplete_reason": reason,
         "incomplete_chains": result.incomplete,
+        "language": result.language.as_dict() if result.language is not None else None,
         "templates": engine.templates,
         "stages": {name: counts.as_dict() for name, counts in engine.counts.items()},
         "answers": answer_summary(engine.records),

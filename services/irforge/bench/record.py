@@ -13,10 +13,15 @@ from irforge.common.files import atomic_write, write_json_atomic
 from irforge.results import reading as field
 
 SUITE_FILES = ("suite.json", "suite.md")
-# What suite.json's datasets[].status can say: each is a success (a failed dataset stops the bench
-# and is never written). Readers (the report) take their meaning from here, not from a copy.
+# What suite.json's datasets[].status can say when the dataset succeeded (a dataset that failed to
+# run stops the bench and is never written). Readers (the report) take their meaning from here,
+# not from a copy.
 EVALUATED, REUSED = "evaluated", "reused"
 DATASET_STATUSES = (EVALUATED, REUSED)
+# A dataset evaluated (or reused) whose run retrieved nothing for more than half its queries: its
+# results are written, as `irforge eval` writes them before exiting 3, and its entry carries the
+# reason in `error` (irforge.pipeline.eval_job.mostly_empty); the bench exits 3 too.
+RETRIEVED_NOTHING = "retrieved-nothing"
 
 
 @dataclass(frozen=True)
@@ -25,7 +30,8 @@ class DatasetOutcome:
     dataset: str        # as given
     split: str
     results: dict       # that dataset's results.json
-    status: str         # one of DATASET_STATUSES
+    status: str         # one of DATASET_STATUSES, or RETRIEVED_NOTHING
+    error: str = ""     # why the status is not a success
 
 
 def suite_record(name: str, split: str, measures: list[str], outcomes: list[DatasetOutcome]) -> dict:
@@ -35,6 +41,7 @@ def suite_record(name: str, split: str, measures: list[str], outcomes: list[Data
         "results": f"{o.label}/results.json", "status": o.status,
         "metrics": {name: o.results["metrics"][name] for name in measures},
         "queries": o.results["evaluation"]["queries_evaluated"], "timings": o.results["timings"],
+        **({"error": o.error} if o.error else {}),
     } for o in outcomes]
     return {
         "kind": "suite", "name": name, "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -54,6 +61,21 @@ SUITE = field.fields({
         "error": field.optional(field.long_text), "metrics": field.mapping(field.number), "queries": field.optional(field.count),
         "timings": field.mapping(field.seconds)})),
 })
+
+
+def outcome_of(label: str, dataset: str, split: str, results: dict, status: str) -> DatasetOutcome:
+    """A dataset's outcome: `status` (evaluated, reused), or RETRIEVED_NOTHING with the reason when
+    its run retrieved nothing for most queries."""
+    from irforge.pipeline.eval_job import mostly_empty
+
+    reason = mostly_empty(results)
+    return DatasetOutcome(label=label, dataset=dataset, split=split, results=results,
+                          status=RETRIEVED_NOTHING if reason else status, error=reason)
+
+
+def failures(record: dict) -> list[str]:
+    """'<label>: <error>' for each dataset of suite.json whose status is not a success."""
+    return [f"{d['label']}: {d.get('error') or d['status']}" for d in record["datasets"] if d["status"] not in DATASET_STATUSES]
 
 
 def check_suite(record: dict, file: str) -> None:

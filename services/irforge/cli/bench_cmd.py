@@ -13,6 +13,8 @@ from irforge.app.bench import (DatasetFailed, check_airbench_suite, check_mteb_s
 from irforge.bench.airbench import SubmissionError, check_names
 from irforge.app.airbench import search_for_submission, unjudged_split
 from irforge.app.errors import UsageError
+from irforge.app.evaluate import EXIT_MOSTLY_EMPTY
+from irforge.bench.record import failures
 from irforge.bench.suite import Suite, SuiteError, load_suite, suite_from_datasets
 from irforge.bench.table import FORMATS, suite_table
 from irforge.cli.eval_cmd import INSTRUCTION_OPTIONS
@@ -130,4 +132,7 @@ def run_bench_command(args: argparse.Namespace) -> int:
         return 1
     print(f"\n{record['name']} · {len(record['datasets'])} datasets · wrote {args.out}/suite.json and suite.md\n")
     sys.stdout.write(suite_table(record, args.format))
-    return 0
+    failed = failures(record)
+    for line in failed:   # as `irforge eval` exits on that dataset: written, and not a success
+        print(f"irforge bench: error: dataset {redact_text(line)}", file=sys.stderr)
+    return EXIT_MOSTLY_EMPTY if failed else 0

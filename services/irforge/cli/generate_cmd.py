@@ -7,7 +7,10 @@ import sys
 from pathlib import Path
 
 from irforge.app.generate import DIMENSIONS, RECIPE_NAMES
+from irforge.cli.options import add_config_options
 from irforge.common.redact import redact_text
+from irforge.config.options import leaves_by_name
+from irforge.config.pipeline import Bm25Config
 
 
 def add_parser(subparsers) -> None:
@@ -35,6 +38,9 @@ def add_parser(subparsers) -> None:
                         help="generation cache (default $IRFORGE_CACHE_DIR/generation.sqlite3 or the user cache dir)")
     parser.add_argument("--templates", type=Path, metavar="DIR", help="folder of <stage>.txt prompt templates replacing the defaults")
     parser.add_argument("--rewrites", type=int, default=3, help="AIR-Bench: rewrites per query, in sampled styles (default 3)")
+    # --language as declared once for BM25 (config.pipeline.Bm25Config): the language the prompts ask
+    # for and generation.json and the collection's dataset.json record (default: the corpus's).
+    add_config_options(parser, Bm25Config, exclude=tuple(n for n in leaves_by_name(Bm25Config) if n != "language"))
     longdoc = parser.add_argument_group("airbench-longdoc")
     longdoc.add_argument("--chunk-tokens", type=int, default=200, help="tokens per chunk (default 200)")
     longdoc.add_argument("--chunk-overlap", type=int, default=50, help="tokens shared by neighbouring chunks (default 50)")
@@ -70,7 +76,7 @@ def request_of(args: argparse.Namespace):
         dimensions=tuple(args.dimensions) if args.dimensions else None, qc_model=args.qc_model,
         qc_rerankers=tuple(args.qc_rerankers) if args.qc_rerankers else None, qc_recall_depth=args.qc_recall_depth,
         qc_hard_negative_threshold=args.qc_hard_negative_threshold, store=args.store,
-        embedding_cache=args.embedding_cache, index_dir=args.index_dir)
+        embedding_cache=args.embedding_cache, index_dir=args.index_dir, language=getattr(args, "language", None))
 
 
 def run_generate(args: argparse.Namespace) -> int:
@@ -113,7 +119,9 @@ def print_estimate(request) -> int:
 
 
 def print_summary(manifest: dict, out) -> None:
-    out.write(f"\n{manifest['recipe']} · {manifest['model']} · seed {manifest['seed']}\n")
+    language = manifest.get("language") or {}
+    out.write(f"\n{manifest['recipe']} · {manifest['model']} · seed {manifest['seed']}"
+              + (f" · language {language['language']} ({language['how']})" if language else "") + "\n")
     out.write(f"{'stage':<22} {'asked':>6} {'cached':>6} {'ok':>5} {'unparsed':>8} {'failed':>6} {'not sent':>8} {'requests':>8}\n")
     for name, c in manifest["stages"].items():
         out.write(f"{name:<22} {c['asked']:>6} {c['from_cache']:>6} {c['ok']:>5} {c['unparsed']:>8} {c['failed']:>6} "

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from irforge.analysis.detect import Detection
 from irforge.generation.documents import Doc
 from irforge.generation.sampling import rng_for
 
@@ -30,3 +31,4 @@ class Generated:
     histograms: dict[str, Counter] = field(default_factory=dict)
     details: dict = field(default_factory=dict)     # recipe facts for the manifest (tokenizer, ...)
     incomplete: int = 0                             # sampled subjects whose chain did not finish
+    language: Detection | None = None               # what the queries are written in (generation.language)

@@ -28,10 +28,14 @@ class Doc:
         return {"_id": self.doc_id, "title": self.title, "text": self.text}
 
 
+def is_beir(folder: Path) -> bool:
+    return any((folder / name).is_file() for name in ("corpus.jsonl", "corpus.jsonl.gz"))
+
+
 def read_documents(folder: Path) -> list[Doc]:
     if not folder.is_dir():
         raise ValueError(f"--corpus {folder}: not a folder")
-    if any((folder / name).is_file() for name in ("corpus.jsonl", "corpus.jsonl.gz")):
+    if is_beir(folder):
         return [Doc(d.doc_id, d.title, d.text) for d in BeirDataset.open(folder).corpus()]
     files = sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix in TEXT_SUFFIXES)
     if not files:
@@ -74,10 +78,36 @@ class Chunker:
                 "chunk_tokens": self.size, "overlap_tokens": self.overlap,
                 "rule": "windows of chunk_tokens tokens starting every chunk_tokens - overlap_tokens tokens (special "
                         "tokens left out); a chunk is the document's characters from its first token's start to its "
-                        "last token's end; the last window may be shorter"}
+                        "last token's end; the last window may be shorter",
+                "unspaced_scripts": "counted in irforge.analysis units, not the tokenizer's: a Thai run in PyThaiNLP "
+                                    "newmm words, any other (Chinese, Japanese, Korean...) one token per character"}
 
     def token_spans(self, text: str) -> list[tuple[int, int]]:
-        return list(self._tokenizer.encode(text, add_special_tokens=False).offsets)
+        """The tokenizer's tokens, except in runs of an unspaced script, which count in the
+        analysis room's units (irforge.analysis.analyzer.unspaced_units): WordPiece leaves a Thai
+        run whole (one token for a paragraph) and splits a Hangul syllable into 2-3 jamo tokens."""
+        from irforge.analysis.analyzer import unspaced_units
+
+        tokens = list(self._tokenizer.encode(text, add_special_tokens=False).offsets)
+        units = unspaced_units(text)
+        if not units:
+            return tokens
+        covered = [False] * len(text)
+        for start, end in units:
+            covered[start:end] = [True] * (end - start)
+        spans = set(units)
+        for start, end in tokens:   # what a token holds outside the runs stays a token of its own
+            piece = None
+            for position in range(start, end):
+                if covered[position]:
+                    if piece is not None:
+                        spans.add((piece, position))
+                    piece = None
+                elif piece is None:
+                    piece = position
+            if piece is not None:
+                spans.add((piece, end))
+        return sorted(span for span in spans if text[span[0]:span[1]].strip())
 
     def chunks(self, doc: Doc) -> list[Doc]:
         spans = self.token_spans(doc.text)

@@ -23,6 +23,7 @@ most `max_concurrency` answers (tokens are known only after an answer).
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import re
 import threading
@@ -50,6 +51,7 @@ class Stage:
     template: PromptTemplate
     schema: dict
     max_tokens: int             # the answer's bound (and the cost estimate's, docs/generation.md)
+    system: str = ""            # the system message sent before the prompt (templates.system_message)
 
     def response_format(self, schema: dict | None = None) -> dict:
         return {"type": "json_schema", "json_schema": {"name": self.name, "schema": schema or self.schema, "strict": True}}
@@ -137,7 +139,8 @@ class Engine:
     def run(self, stage: Stage, asks: list[Ask]) -> list[Outcome]:
         counts = self.counts.setdefault(stage.name, StageCounts())
         self.templates[stage.name] = {"sha256": stage.template.sha256, "source": stage.template.source,
-                                      "max_tokens": stage.max_tokens}
+                                      "max_tokens": stage.max_tokens,
+                                      **({"system_sha256": _sha256(stage.system)} if stage.system else {})}
         if not asks:
             return []
         bar = self.progress(f"generating: {stage.name}", len(asks), "call")
@@ -175,7 +178,7 @@ class Engine:
         schema = ask.schema or stage.schema
         key = call_key({"template_sha256": stage.template.sha256, "model": self.spec.model,
                         "temperature": float(self.spec.temperature), "max_tokens": stage.max_tokens,
-                        "schema": schema, "prompt": prompt})
+                        "schema": schema, "prompt": prompt, **({"system": stage.system} if stage.system else {})})
         base = {"stage": stage.name, "subject": ask.subject, "template": stage.template.name,
                 "template_sha256": stage.template.sha256, "model": self.spec.model, "cache_key": key}
         cached = self.cache.get(key)
@@ -186,7 +189,8 @@ class Engine:
             **base, "status": status, "data": data, "raw": raws, "error": self.chat.redact(error), "from_cache": False,
             "calls": tally.calls, "prompt_tokens": tally.prompt_tokens, "completion_tokens": tally.completion_tokens,
             "cost_usd": self.chat.cost_of(tally.prompt_tokens, tally.completion_tokens)}
-        messages = [{"role": "user", "content": prompt}]
+        asked = ([{"role": "system", "content": stage.system}] if stage.system else []) + [{"role": "user", "content": prompt}]
+        messages = asked
         problem = ""
         for _ in range(2):   # the answer, and one re-ask
             if self._should_stop():
@@ -211,7 +215,7 @@ class Engine:
                 done = record("ok", data)
                 self.cache.put(key, stage.name, self.spec.model, stage.template.sha256, _cached(done))
                 return Outcome("ok", data, done)
-            messages = [messages[0]] + ([{"role": "assistant", "content": reply.text}] if reply.text else []) + \
+            messages = asked + ([{"role": "assistant", "content": reply.text}] if reply.text else []) + \
                 [{"role": "user", "content": REASK.format(problem=problem)}]
         done = record("unparsed", error=f"not valid after 2 answers; last: {problem}")
         self.cache.put(key, stage.name, self.spec.model, stage.template.sha256, _cached(done))
@@ -231,6 +235,10 @@ class Engine:
     def _stop(self, reason: str) -> None:
         with self._lock:
             self.stopped = self.stopped or reason
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def _cached(record: dict) -> dict:

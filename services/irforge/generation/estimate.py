@@ -5,8 +5,8 @@ table is this function's output (a test keeps them equal).
 
 Prompt tokens are estimated as the template's characters / 4, plus the document where the stage
 shows one (capped at MAX_DOCUMENT_CHARS, so 1,000 tokens; a Long-Doc chunk is about 250), plus
-60 for the other inputs (a query, a character, a condition). Answer tokens are each stage's
-`max_tokens`, an upper bound. Re-asks, retries and QC's judge calls come on top.
+60 for the other inputs (a query, a character, a condition), plus the system message every call
+carries (its characters / 4). Answer tokens are each stage's `max_tokens`, an upper bound. Re-asks, retries and QC's judge calls come on top.
 """
 
 from __future__ import annotations
@@ -15,10 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from irforge.generation.recipes import airbench, infosearch
-from irforge.generation.templates import load_template
+from irforge.generation.templates import load_template, system_message
 
 OTHER_INPUT_TOKENS = 60
 DOCUMENT_TOKENS = airbench.MAX_DOCUMENT_CHARS // 4
+SYSTEM_TOKENS = len(system_message("English")) // 4
 LONGDOC_CHUNK_TOKENS = 250          # a 200-token chunk of the MiniLM tokenizer is about 250 tokens of an LLM's
 
 
@@ -49,7 +50,8 @@ def recipe_stages(recipe: str, rewrites: int = 3, dimensions: list[str] | None =
 
 def _stage(name: str, fields: set[str], max_tokens: int, calls: int, document_tokens: int, templates) -> StageCost:
     template = load_template(name, fields, templates)
-    prompt = len(template.text) // 4 + (document_tokens if "document" in fields else 0) + OTHER_INPUT_TOKENS
+    prompt = (len(template.text) // 4 + (document_tokens if "document" in fields else 0) + OTHER_INPUT_TOKENS
+              + SYSTEM_TOKENS)
     return StageCost(name, calls, prompt, max_tokens)
 
 

@@ -2,6 +2,7 @@
 
     folder/corpus.jsonl, queries.jsonl, qrels/dev.tsv, qrels/test.tsv     (BEIR; dev : test = 1 : 4)
     folder/<dimension>/corpus.jsonl, queries.jsonl, qrels_og|changed|reversed/<split>.tsv   (infosearch)
+    folder/dataset.json             the language the collection is written in ({"language": "zh"})
     folder/hard_negatives.tsv       generated hard negatives (query-id, corpus-id), what QC is told
     folder/provenance.jsonl         every call: stage, subject, template hash, model, raw answers, status
     folder/generation.json          the manifest (MANIFEST_NAME): recipe, seeds, model, templates,
@@ -19,6 +20,7 @@ from collections import Counter
 from pathlib import Path
 
 from irforge.generation.collection import Generated, split_queries
+from irforge.generation.language import write_dataset_json
 
 PROVENANCE_NAME = "provenance.jsonl"
 HARD_NEGATIVES_NAME = "hard_negatives.tsv"
@@ -53,6 +55,8 @@ def write_qrels(folder: Path, split_of: dict[str, str], qrels: dict[str, dict[st
 
 def write_beir(folder: Path, generated: Generated, seed: int) -> dict:
     split_of = split_queries(list(generated.queries), seed)
+    if generated.language is not None:
+        write_dataset_json(folder, generated.language)
     documents = write_jsonl(folder / "corpus.jsonl", (d.as_json() for d in generated.corpus))
     write_jsonl(folder / "queries.jsonl", (generated.queries[q] | {"metadata": {**generated.queries[q]["metadata"],
                                                                                "split": split_of[q]}}
@@ -73,6 +77,8 @@ def write_instruction_sets(folder: Path, sets, seed: int) -> dict:
     for name, dimension in sets.dimensions.items():
         root = folder / name
         root.mkdir()
+        if sets.language is not None:
+            write_dataset_json(root, sets.language)
         split_of = split_queries(list(dimension.queries), seed)
         documents = write_jsonl(root / "corpus.jsonl", (d.as_json() for d in [*sets.corpus, *dimension.corpus_additions]))
         write_jsonl(root / "queries.jsonl", (dimension.queries[q] for q in sorted(dimension.queries)))

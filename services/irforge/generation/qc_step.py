@@ -17,6 +17,7 @@ from pathlib import Path
 from irforge.builder.qc import qc_job
 from irforge.config.pipeline import EncoderConfig, StoresConfig
 from irforge.config.qc import QcConfig
+from irforge.generation.language import DATASET_JSON
 from irforge.generation.output import HARD_NEGATIVES_NAME
 from irforge.generation.settings import GenerationQc
 from irforge.judge.qc.writer import AUDIT_NAME, SUMMARY_NAME
@@ -44,7 +45,9 @@ def run_quality_control(raw: Path, work: Path, splits: dict[str, int], qc: Gener
         target = work / f"qc-{split}"
         with ExitStack() as stack:
             summary = qc_job(qc_config(current, target, split, qc), stack).run()
-        shutil.copy2(current / HARD_NEGATIVES_NAME, target / HARD_NEGATIVES_NAME)   # qc writes only BEIR files
+        for name in (HARD_NEGATIVES_NAME, DATASET_JSON):   # qc writes only BEIR files
+            if (current / name).is_file():
+                shutil.copy2(current / name, target / name)
         for name in (AUDIT_NAME, SUMMARY_NAME):
             (target / name).rename(target / f"qc_{split}_{name.removeprefix('qc_')}")
         for earlier in current.glob("qc_*_*"):

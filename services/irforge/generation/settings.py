@@ -20,6 +20,7 @@ class RecipeSettings:
     tokenizer: str = "sentence-transformers/all-MiniLM-L6-v2"
     source_split: str = "test"             # infosearch: the qrels split core queries come from
     dimensions: tuple[str, ...] | None = None   # infosearch: the dimensions to build (None: all six)
+    language: str | None = None            # ISO 639-1 code to write in (None: the corpus's, generation.language)
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,8 @@ from irforge.orchestrator.errors import (
 )
 from irforge.orchestrator.limits import checked_limit, checked_sequence
 from irforge.orchestrator.spec import JobSpec
-from irforge.orchestrator.steps import final_metrics, job_warnings, plan_steps, result_files, run_step, step_kind
+from irforge.orchestrator.steps import (final_metrics, job_failure, job_warnings, plan_steps, result_files, run_step,
+                                        step_kind)
 from irforge.orchestrator.store import JobEvent, JobRecord, JobState, JobStore
 
 # Errors that say "the service could not be reached or did not answer in time": worth a retry.
@@ -224,8 +225,9 @@ class Orchestrator:
                 self._check(job_id)
                 current["step"] = step.name
                 context.outputs[step.name] = self._run_step(context, step.name)
-            self._end(job_id, JobState.SUCCEEDED, "; ".join(job_warnings(context.outputs)),
-                      metrics=final_metrics(context.outputs))
+            failure = job_failure(context.outputs)   # every step done, results written, and still a failure
+            self._end(job_id, JobState.FAILED if failure else JobState.SUCCEEDED,
+                      failure or "; ".join(job_warnings(context.outputs)), metrics=final_metrics(context.outputs))
         except OrchestratorStopping:
             self._event(job_id, current["step"], "interrupted", message="orchestrator stopping; the job resumes when it restarts")
         except JobCancelled:

@@ -24,7 +24,7 @@ from irforge.data import BeirDataset
 from irforge.data.types import Query, Run
 from irforge.orchestrator.context import StepContext
 from irforge.orchestrator.spec import JobSpec
-from irforge.pipeline.eval_job import EvalJob, EvalJobSpec
+from irforge.pipeline.eval_job import EvalJob, EvalJobSpec, mostly_empty
 from irforge.pipeline.latency import latency_of, merged_latency
 from irforge.pipeline.retrievers import CorpusTracker
 from irforge.pipeline.retrievers.bm25 import corpus_id_for
@@ -268,6 +268,17 @@ def job_warnings(outputs: dict[str, dict]) -> tuple[str, ...]:
     return (f"{JUDGE}: {problem}",) if problem else ()
 
 
+def job_failure(outputs: dict[str, dict]) -> str:
+    """Why a job whose steps all finished failed all the same, "" if it did not: its run (a suite:
+    any dataset's) retrieved nothing for more than half the queries, the case in which `irforge
+    eval` exits 3 and `irforge bench` marks the dataset. Results are written first, as eval's are."""
+    if SUITE in outputs:
+        failed = outputs[SUITE].get("failures") or []
+        return f"{len(failed)} of the suite's datasets failed: " + "; ".join(failed) if failed else ""
+    reason = outputs.get(EVALUATE, {}).get("mostly_empty") or ""
+    return f"{EVALUATE}: {reason}" if reason else ""
+
+
 def final_stage_output(ctx: StepContext) -> dict:
     return ctx.outputs[RERANK] if RERANK in ctx.outputs else ctx.outputs[RETRIEVE]
 
@@ -286,7 +297,7 @@ def evaluate(ctx: StepContext) -> dict:
         results = _evaluate_into(ctx, stage, replace(eval_spec, out_dir=staging))
     if spec.output:
         copy_results(out_dir, Path(spec.output))
-    return {"metrics": results["metrics"], "results_dir": str(out_dir)}
+    return {"metrics": results["metrics"], "results_dir": str(out_dir), "mostly_empty": mostly_empty(results)}
 
 
 def _evaluate_into(ctx: StepContext, stage: StoredStage, eval_spec: EvalJobSpec) -> dict:
@@ -339,11 +350,10 @@ def evaluate_instructions(ctx: StepContext) -> dict:
 def suite(ctx: StepContext) -> dict:
     """suite.json and suite.md from the datasets' results, as `irforge bench` writes them (and
     into the spec's output, beside the datasets' folders their evaluate steps copied there)."""
-    from irforge.bench.record import DatasetOutcome, suite_record, write_suite
+    from irforge.bench.record import EVALUATED, failures, outcome_of, suite_record, write_suite
 
     spec = ctx.spec
-    outcomes = [DatasetOutcome(label=m.label, dataset=m.dataset, split=m.split, status="evaluated",
-                               results=read_results(ctx.results_dir / m.label / "results.json"))
+    outcomes = [outcome_of(m.label, m.dataset, m.split, read_results(ctx.results_dir / m.label / "results.json"), EVALUATED)
                 for m in spec.datasets]
     record = suite_record(spec.name or "suite", spec.split, list(spec.measures), outcomes)
     record["job_id"] = ctx.job_id
@@ -351,7 +361,7 @@ def suite(ctx: StepContext) -> dict:
     if spec.output:
         checked(Path(spec.output), "job spec field 'output':")
         write_suite(Path(spec.output), record)
-    return {"mean": record["mean"], "results_dir": str(ctx.results_dir)}
+    return {"mean": record["mean"], "results_dir": str(ctx.results_dir), "failures": failures(record)}
 
 
 def copy_results(source: Path, target: Path) -> None:

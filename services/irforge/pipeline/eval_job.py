@@ -158,6 +158,23 @@ class EvalJob:
         }
 
 
+def mostly_empty(results: dict) -> str:
+    """Why a run fails although it was evaluated: more than half its queries retrieved nothing
+    (an nDCG near 0.0 that reads as a measurement when it is a failure of analysis, a language the
+    analysis cannot read, an index of nothing); "" when it does not. `irforge eval` exits
+    non-zero with it, `irforge bench` marks the dataset with it, an orchestrator job fails with it."""
+    counts = results.get("counts") or {}
+    total = counts.get("queries_retrieved") or 0
+    empty = counts.get("queries_without_results") or 0
+    if not (total > 0 and empty * 2 > total):
+        return ""
+    corpus = ((results.get("retriever") or {}).get("languages") or {}).get("corpus") or {}
+    if not corpus:   # no analysis of ours to blame (a run file, an endpoint that retrieves)
+        return f"{empty} of {total} queries retrieved nothing"
+    return (f"{empty} of {total} queries retrieved nothing; the corpus was analysed as {corpus.get('language', '?')} "
+            f"({corpus.get('how', '?')}): if that is wrong, pass --language CODE")
+
+
 def _unanswered(queries: list[Query], run: Run) -> dict:
     """The queries the run retrieved nothing for (each scores 0): counted with examples, so a run
     that is mostly empty (a language the analysis cannot read, an index of nothing) is seen."""

@@ -7,24 +7,31 @@ every document still going:
   scenarios    for one of them (drawn), situations in which they would search (3)
   query        for one scenario (drawn), a query with sampled length, type and information used
   rewrite      `rewrites` rewrites in sampled styles, told not to copy d+'s words; the one sharing
-               the fewest word 4-grams with d+ becomes the query (ties: the earlier rewrite)
+               the fewest word 4-grams with d+ becomes the query (ties: the earlier rewrite). Words
+               are the analysis room's for the language (irforge.analysis): overlapping character
+               bigrams in Chinese, Japanese and Korean (4 of them span 5 characters), PyThaiNLP's
+               words in Thai
   negatives    (QA only) 3-7 (drawn) documents that look relevant but do not answer the query,
                added to the corpus with label 0 for it
 
 A query enters the collection only when its whole chain answered (a stopped run keeps the
-complete ones). Documents are shown to the LLM as title + text, cut at `max_document_chars`.
+complete ones). Documents are shown to the LLM as title + text, cut at `max_document_chars`,
+quoted as data (templates.SYSTEM_MESSAGE); every stage is asked to write in the collection's
+language, by name. Query lengths are counted in words of any script (analysis.word_count).
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from irforge.analysis.analyzer import counted_words
+from irforge.analysis.analyzer import analyzer_for, word_count
+from irforge.analysis.detect import Detection
 from irforge.generation.collection import Generated
 from irforge.generation.documents import Doc
 from irforge.generation.engine import Ask, Engine, Stage
+from irforge.generation.language import language_name
 from irforge.generation.sampling import (
     INFORMATION_RULES,
     LENGTH_RULES,
@@ -34,7 +41,7 @@ from irforge.generation.sampling import (
     rng_for,
     styles,
 )
-from irforge.generation.templates import load_template
+from irforge.generation.templates import load_template, system_message
 
 CHARACTERS, SCENARIOS = 3, 3
 MAX_DOCUMENT_CHARS = 4000
@@ -68,27 +75,28 @@ STAGES = {
 }
 
 
-def stages(names: list[str], templates: Path | None) -> dict[str, Stage]:
+def stages(names: list[str], templates: Path | None, system: str = "") -> dict[str, Stage]:
     built = {}
     for name in names:
         fields, schema, max_tokens = STAGES[name]
         if name == "negatives":
             schema = negatives_schema(NEGATIVES[1])
             schema["properties"]["documents"]["minItems"] = NEGATIVES[0]
-        built[name] = Stage(name, load_template(name, fields, templates), schema, max_tokens)
+        built[name] = Stage(name, load_template(name, fields, templates), schema, max_tokens, system)
     return built
 
 
-def words(text: str) -> list[str]:
-    """The words the copy check compares: one per character in unspaced scripts (irforge.analysis)."""
-    return counted_words(text)
+def words(text: str, language: str) -> list[str]:
+    """The words the copy check compares: the language's analysis (normalised, before stopwords
+    and stemming): Unicode words, CJK character bigrams, Thai by PyThaiNLP."""
+    return analyzer_for(language).words(text)
 
 
-def copied_ngrams(query: str, document: str, n: int = 4) -> int:
+def copied_ngrams(query: str, document: str, language: str, n: int = 4) -> int:
     """How many of the query's word n-grams appear in the document (0: nothing copied)."""
     def grams(tokens):
         return {tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1)}
-    return len(grams(words(query)) & grams(words(document)))
+    return len(grams(words(query, language)) & grams(words(document, language)))
 
 
 @dataclass
@@ -98,11 +106,13 @@ class Options:
     negatives: bool = True                  # QA: yes; Long-Doc: no
     templates: Path | None = None
     types: dict[str, int] | None = None     # None: question : problem : claim = 3 : 1 : 1
+    language: Detection = field(default_factory=lambda: Detection("en", "assumed"))   # what the queries are written in
 
 
 def generate_queries(engine: Engine, positives: list[Doc], corpus: list[Doc], options: Options) -> Generated:
     names = ["characters", "scenarios", "query", "rewrite"] + (["negatives"] if options.negatives else [])
-    stage = stages(names, options.templates)
+    language = options.language.language
+    stage = stages(names, options.templates, system_message(language_name(options.language)))
     seed = options.seed
     shown = {d.doc_id: d.full_text[:MAX_DOCUMENT_CHARS] for d in positives}
     qid = {d.doc_id: f"q-{d.doc_id}" for d in positives}
@@ -147,7 +157,7 @@ def generate_queries(engine: Engine, positives: list[Doc], corpus: list[Doc], op
         if outcome.status != "ok":
             continue
         text = outcome.data["query"].strip()
-        copied = copied_ngrams(text, shown[doc_id])
+        copied = copied_ngrams(text, shown[doc_id], language)
         outcome.record["copied_4grams"] = copied
         if doc_id not in chosen or copied < chosen[doc_id][0]:
             chosen[doc_id] = (copied, text, style, outcome.record)
@@ -172,7 +182,7 @@ def generate_queries(engine: Engine, positives: list[Doc], corpus: list[Doc], op
 
     histograms = {name: Counter() for name in ("length", "type", "information", "style", "negatives", "words")}
     result = Generated(corpus=list(corpus), queries={}, qrels={}, histograms=histograms,
-                       incomplete=len(positives) - len(going))
+                       incomplete=len(positives) - len(going), language=options.language)
     for d in going:
         query_id, (copied, text, style, _) = qid[d.doc_id], chosen[d.doc_id]
         a = attributes[d.doc_id]
@@ -183,7 +193,7 @@ def generate_queries(engine: Engine, positives: list[Doc], corpus: list[Doc], op
         for name in ("length", "type", "information"):
             histograms[name][a[name]] += 1
         histograms["style"][style] += 1
-        histograms["words"][_length_bucket(len(text.split()))] += 1
+        histograms["words"][_length_bucket(word_count(text))] += 1
         if options.negatives:
             made = negatives[d.doc_id]
             result.corpus.extend(made)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from irforge.generation.collection import Generated
 from irforge.generation.documents import read_documents
 from irforge.generation.engine import Engine
+from irforge.generation.language import generation_language
 from irforge.generation.settings import RecipeSettings
 from irforge.generation.recipes.airbench import Options, generate_queries
 from irforge.generation.sampling import rng_for
@@ -27,9 +28,11 @@ def sample(ids: list[str], count: int, seed: int, purpose: str = "positives") ->
 
 def generate(engine: Engine, settings: RecipeSettings) -> Generated:
     corpus = read_documents(settings.corpus)
+    language = generation_language(settings.corpus, corpus, settings.language)
     by_id = {d.doc_id: d for d in corpus}
     positives = [by_id[i] for i in sample(list(by_id), settings.docs, settings.seed)]
     result = generate_queries(engine, positives, corpus, Options(seed=settings.seed, rewrites=settings.rewrites,
-                                                                 negatives=True, templates=settings.templates))
+                                                                 negatives=True, templates=settings.templates,
+                                                                 language=language))
     result.details = {"positives_sampled": len(positives), "corpus_documents": len(corpus)}
     return result

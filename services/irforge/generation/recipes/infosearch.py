@@ -13,7 +13,8 @@ labelled positive (ties: the smallest id). For each `--dimension`:
 Labels, per InfoSearch's modes: og {g: 1, g': 1}, changed {g: 1, g': 0}, reversed {g: 0, g': 1}
 (audience and keyword, which need no rewrite: og {g: 1}, changed {g: 1}, reversed {g: 0}). The
 other positives of a core query stay in the corpus unlabelled: whether they meet the condition is
-not known. Written in the InfoSearch layout irforge evaluates (instructions/collection.py): one
+not known. Every stage is asked to write in the corpus's language (generation.language; the
+language dimension's rewrite is asked for another one by its condition). Written in the InfoSearch layout irforge evaluates (instructions/collection.py): one
 sub-folder per dimension with corpus.jsonl, queries.jsonl (`instruction_og` "",
 `instruction_changed`, `instruction_reversed`, `dimension`), qrels_og/, qrels_changed/,
 qrels_reversed/<split>.tsv. A query enters a dimension only when its whole chain answered.
@@ -24,13 +25,15 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from irforge.analysis.detect import Detection
 from irforge.data import BeirDataset
 from irforge.generation.documents import Doc
 from irforge.generation.engine import Ask, Engine, Stage
 from irforge.generation.recipes.airbench import MAX_DOCUMENT_CHARS
 from irforge.generation.recipes.airbench_qa import sample
 from irforge.generation.settings import RecipeSettings
-from irforge.generation.templates import load_template
+from irforge.generation.language import generation_language, language_name
+from irforge.generation.templates import load_template, system_message
 
 LAYOUT = "infosearch"
 HARD_NEGATIVES = False
@@ -72,6 +75,7 @@ class InstructionSets:
     histograms: dict[str, Counter]
     details: dict
     incomplete: int
+    language: Detection | None = None
 
     @property
     def queries(self) -> dict[str, dict]:
@@ -84,6 +88,7 @@ def generate(engine: Engine, settings: RecipeSettings) -> InstructionSets:
     qrels = dataset.qrels(settings.source_split)
     texts = {q.query_id: q.text for q in dataset.queries()}
     corpus = [Doc(d.doc_id, d.title, d.text) for d in dataset.corpus()]
+    language = generation_language(settings.corpus, corpus, settings.language)
     by_id = {d.doc_id: d for d in corpus}
     with_gold = {q: judged for q, judged in qrels.items() if q in texts and any(v > 0 and d in by_id for d, v in judged.items())}
     core = sample(list(with_gold), settings.docs, settings.seed, purpose="core-queries")
@@ -96,7 +101,8 @@ def generate(engine: Engine, settings: RecipeSettings) -> InstructionSets:
         taken.setdefault(gold[q], q)
     shared_gold = len(core) - len(taken)
     core = [q for q in core if taken[gold[q]] == q]
-    stage = {name: Stage(name, load_template(name, fields, settings.templates), schema, tokens)
+    system = system_message(language_name(language))
+    stage = {name: Stage(name, load_template(name, fields, settings.templates), schema, tokens, system)
              for name, (fields, schema, tokens) in STAGES.items()}
     dimensions = list(settings.dimensions or DIMENSIONS)
     shown = {q: by_id[gold[q]].full_text[:MAX_DOCUMENT_CHARS] for q in core}
@@ -141,4 +147,4 @@ def generate(engine: Engine, settings: RecipeSettings) -> InstructionSets:
         sets[name] = dimension
     return InstructionSets(corpus, sets, histograms, {"core_queries": len(core), "skipped_sharing_a_gold_document": shared_gold,
                                                       "source_split": settings.source_split,
-                                                      "dimensions": dimensions}, incomplete)
+                                                      "dimensions": dimensions}, incomplete, language)

@@ -70,14 +70,27 @@ def corpus_language(dataset: BeirDataset, given: str | None) -> Detection:
         raise CorpusError(str(error)) from None
 
 
-def reuse_problem(info, fingerprint: str, tracker: CorpusTracker, dataset: BeirDataset) -> str | None:
+def indexes_to_nothing(analyzer, document: Document) -> bool:
+    """True when no term of `document` reaches the index (it can match no query)."""
+    return not any(word not in analyzer.stopwords for word in analyzer.words(document.full_text))
+
+
+def reuse_problem(info, fingerprint: str, tracker: CorpusTracker, dataset: BeirDataset,
+                  analyzer=None, empty: list[str] | None = None) -> str | None:
     """Why a READY index cannot stand for this corpus, or None when it provably does: it was built
     from these corpus bytes, and it holds exactly the corpus's indexable documents (an index that
     lost documents, or was committed from part of a stream, must never be reused silently).
-    Streams the corpus through `tracker`, which the eval job needs once anyway."""
+    Streams the corpus through `tracker`, which the eval job needs once anyway; the ids of the
+    documents that index to nothing under `analyzer` (the index's analysis) go to `empty`, so a
+    reused index reports them as a built one does."""
     if info.fingerprint != fingerprint:
         return f"index fingerprint {info.fingerprint[:12]} differs from the corpus's {fingerprint[:12]}"
-    indexable = sum(1 for document in tracker.observe(dataset.corpus()) if document_id_problem(document) is None)
+    indexable = 0
+    for document in tracker.observe(dataset.corpus()):
+        if document_id_problem(document) is None:
+            indexable += 1
+            if empty is not None and indexes_to_nothing(analyzer, document):
+                empty.append(document.doc_id)
     if info.document_count != indexable:
         return f"index holds {info.document_count} documents, the corpus has {indexable} indexable ones"
     return None
@@ -107,10 +120,12 @@ class Bm25Retriever:
         self.corpus_id = corpus_id_for(dataset.name, fingerprint, self.settings)
         info = self.corpus.find_corpus(self.corpus_id)
         if info is not None and info.state == CorpusState.READY:
-            problem = reuse_problem(info, fingerprint, tracker, dataset)
+            empty: list[str] = []
+            problem = reuse_problem(info, fingerprint, tracker, dataset, self.settings.analyzer, empty)
             if problem is None:
                 self.info = info
                 self._counts["ingest_skipped"] = True
+                self._count_empty_documents(empty)
                 return
             self._counts["reindexed_because"] = problem
         self.corpus.create_corpus(self.corpus_id, fingerprint, self.settings)
@@ -122,7 +137,7 @@ class Bm25Retriever:
         def batches() -> Iterator[list[Document]]:
             for batch in chunked(tracker.observe(dataset.corpus()), INGEST_BATCH):
                 # A document with no term matches no query: counted, never silent.
-                empty.extend(d.doc_id for d in batch if not any(w not in analyzer.stopwords for w in analyzer.words(d.full_text)))
+                empty.extend(d.doc_id for d in batch if indexes_to_nothing(analyzer, d))
                 yield batch
                 bar.update(len(batch))
 
@@ -133,9 +148,12 @@ class Bm25Retriever:
                     tracker.record_error(error.doc_id, error.message)
         finally:
             bar.close()
+        self._count_empty_documents(empty)
+        self.info = self.corpus.find_corpus(self.corpus_id)
+
+    def _count_empty_documents(self, empty: list[str]) -> None:
         self._counts["documents_without_terms"] = len(empty)
         self._counts["documents_without_terms_examples"] = empty[:5]
-        self.info = self.corpus.find_corpus(self.corpus_id)
 
     def retrieve(self, queries: list[Query], k: int) -> Run:
         self._check_queries(queries)
