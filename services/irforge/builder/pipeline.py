@@ -84,11 +84,26 @@ class PipelineBuilder:
         vectors = self.config.vectors
         return HnswSettings(m=vectors.hnsw_m, ef_construct=vectors.hnsw_ef_construct, ef_search=vectors.hnsw_ef)
 
-    def fusion_settings(self):
-        from irforge.pipeline.retrievers.hybrid import FusionSettings
+    def fusion_settings(self, runs: int = 2):
+        """The fusion of `runs` runs: the configuration's weights, or (left at their default) 1 for each."""
+        from irforge.config.pipeline import FusionConfig
+        from irforge.pipeline.retrievers.fused import FusionSettings
 
         fusion = self.config.fusion
-        return FusionSettings(method=fusion.method, rrf_k=fusion.rrf_k, weights=tuple(fusion.weights), depth=fusion.depth)
+        weights = tuple(fusion.weights) if runs == 2 or fusion.weights != FusionConfig().weights else None
+        return FusionSettings(method=fusion.method, rrf_k=fusion.rrf_k, weights=weights, depth=fusion.depth,
+                              norm=fusion.norm)
+
+    def weight_tuning(self):
+        """The weight search --fusion-optimize-on asks for, scored by this builder's evaluator; None without it."""
+        fusion = self.config.fusion
+        if fusion.optimize_on is None:
+            return None
+        from irforge.fusion.optimise import WeightSearch
+        from irforge.pipeline.retrievers.fused import WeightTuning
+
+        return WeightTuning(WeightSearch(fusion.optimize_on, fusion.optimize_measure, fusion.grid_step), self.evaluator,
+                            drop_identical_ids=not self.config.evaluation.keep_identical_ids)
 
     # -- what the endpoint is -----------------------------------------------------------------
     def _endpoint_spec(self, path: str):
@@ -223,7 +238,7 @@ class PipelineBuilder:
         if self.config.retriever == "hybrid":
             from irforge.pipeline.retrievers.hybrid import HybridRetriever
 
-            return HybridRetriever(self.lexical(), self.vector(), self.fusion_settings())
+            return HybridRetriever(self.lexical(), self.vector(), self.fusion_settings(), self.weight_tuning())
         return self.vector()
 
     def reranker(self):
