@@ -136,6 +136,8 @@ class PipelineBuilder:
 
     @property
     def needs_vectors(self) -> bool:
+        if self.config.given_run:
+            return False
         return (self.config.retriever in ("dense", "hybrid", "sparse") and self.endpoint is None) or self.embeddings_endpoint
 
     # -- services -----------------------------------------------------------------------------
@@ -226,8 +228,25 @@ class PipelineBuilder:
         return DenseRetriever(self.corpus, encoder, self.cache, self.progress, exact=self.config.vectors.search == "exact",
                               hnsw=self.hnsw_settings(), encoder_location=location)
 
+    def given_run(self):
+        """The run file of --run as the system, read (and checked line by line) now, before any work;
+        several --run files fused (irforge.fusion) into one system, weighted in their order."""
+        from irforge.pipeline.retrievers.given import GivenRunRetriever
+        from irforge.runs import read_run_file
+
+        given = self.config.given
+        retrievers = [GivenRunRetriever(read_run_file(path, given.run_format)) for path in given.runs]
+        if len(retrievers) == 1:
+            return retrievers[0]
+        from irforge.pipeline.retrievers.fused import FusedRetriever
+
+        return FusedRetriever(list(zip(run_labels(given.runs), retrievers)), self.fusion_settings(len(retrievers)),
+                              self.weight_tuning())
+
     def first_stage(self):
-        """Retrieval before any reranking: a search endpoint, BM25, dense/sparse, or their fusion."""
+        """Retrieval before any reranking: a run file, a search endpoint, BM25, dense/sparse, or their fusion."""
+        if self.config.given_run:
+            return self.given_run()
         if self.search_endpoint:
             from irforge.endpoints.search import GrpcSearchRetriever, HttpSearchRetriever
 
@@ -288,6 +307,12 @@ class PipelineBuilder:
         if not any(addresses.values()):
             return "in-process"
         return " ".join(f"{role}={address or 'in-process'}" for role, address in addresses.items())
+
+
+def run_labels(paths) -> list[str]:
+    """Each fused run's name in results.json and the printed weights: its file name, numbered where two share one."""
+    names = [Path(path).name for path in paths]
+    return [f"{i}:{name}" if names.count(name) > 1 else name for i, name in enumerate(names, start=1)]
 
 
 def encoder_spec(encoder: EncoderConfig):

@@ -46,7 +46,9 @@ def _local_model(c: PipelineConfig) -> bool:
 
 
 def fused_runs(c: PipelineConfig) -> int:
-    """How many runs the configuration fuses: the hybrid's two; 0 when nothing is fused."""
+    """How many runs the configuration fuses: several --run files, or the hybrid's two; 0 when nothing is fused."""
+    if c.given_run:
+        return len(c.given.runs) if len(c.given.runs) > 1 else 0
     return 2 if c.retriever == "hybrid" else 0
 
 
@@ -68,9 +70,10 @@ OVERRIDES_AN_ENDPOINT = (lambda c: c.endpoint.spec is not None or c.rerank.endpo
 NEEDS_BM25 = (_bm25, "BM25 is not part of this pipeline (--retriever bm25 or hybrid, without a search endpoint)")
 NEEDS_ENCODER = (_local_encoder, "no model encodes here (--retriever dense, sparse or hybrid, no --endpoint; with "
                                  "--encoder-server the server's own settings apply: set them where it starts)")
-NEEDS_FUSION = (_fusing, "fusion needs --retriever hybrid")
+NEEDS_FUSION = (_fusing, "fusion needs --retriever hybrid or several --run files")
 WEIGHTED = (lambda c: _fusing(c) and c.fusion.method in WEIGHTED_FUSIONS,
-            f"fusion needs --retriever hybrid, and only {', '.join(WEIGHTED_FUSIONS)} weigh runs (the comb methods do not)")
+            f"fusion needs --retriever hybrid or several --run files, and only {', '.join(WEIGHTED_FUSIONS)} weigh "
+            "runs (the comb methods do not)")
 RULES: dict[str, Rule] = {
     "backend": NEEDS_BM25, "k1": NEEDS_BM25, "b": NEEDS_BM25,
     "model": (_model_encoder, "no model encodes for this pipeline (--retriever dense, sparse or hybrid, no --endpoint)"),
@@ -87,7 +90,8 @@ RULES: dict[str, Rule] = {
     "hnsw_ef_construct": (lambda c: _dense_search(c) and c.vectors.search == "hnsw", "HNSW settings need --search hnsw"),
     "hnsw_ef": (lambda c: _dense_search(c) and c.vectors.search == "hnsw", "HNSW settings need --search hnsw"),
     "fusion": NEEDS_FUSION, "fusion_depth": NEEDS_FUSION,
-    "rrf_k": (lambda c: _fusing(c) and c.fusion.method == "rrf", "--rrf-k needs --retriever hybrid --fusion rrf"),
+    "rrf_k": (lambda c: _fusing(c) and c.fusion.method == "rrf",
+              "--rrf-k needs --retriever hybrid --fusion rrf (or several --run files fused by rrf)"),
     "fusion_norm": (lambda c: _fusing(c) and c.fusion.method in NORMALISED_FUSIONS,
                     f"only {', '.join(NORMALISED_FUSIONS)} normalise scores (rrf fuses ranks; linear is its own "
                     "min-max): give --fusion wsum or a comb method"),
@@ -115,6 +119,10 @@ RULES: dict[str, Rule] = {
     "encoder_server": (_model_encoder, "no model encodes for this pipeline (--retriever dense, sparse or hybrid, no --endpoint)"),
 }
 ONLY_IN_INSTRUCTIONS = ("instruction_template", "robustness_k")
+RULES["run_format"] = (lambda c: c.given_run, "it names the layout of --run FILE")
+# With --run the file is the system: what would build or change a retriever has nothing to act on.
+SYSTEM_SECTIONS = ("bm25", "encoder", "vectors", "fusion", "endpoint", "rerank")
+NOT_WITH_A_RUN = "--run FILE is the system (its ranking is scored as it is): nothing here retrieves, encodes or reranks"
 
 
 def validate(config: PipelineConfig, use: str = "eval") -> PipelineConfig:
@@ -133,6 +141,8 @@ def validate(config: PipelineConfig, use: str = "eval") -> PipelineConfig:
 
 
 def _check_combinations(config: PipelineConfig, use: str) -> None:
+    if config.given_run:
+        _check_given_runs(config, use)
     if config.holes.depth is not None and (problem := flagged_problem(config.holes, use)):
         raise ConfigError(problem)
     if len(config.rerank.chosen) > 1:
@@ -140,7 +150,7 @@ def _check_combinations(config: PipelineConfig, use: str) -> None:
     if config.rerank.listwise_llm and not config.rerank.listwise_model:
         raise ConfigError("--listwise-llm needs --listwise-model")
     if _fusing(config):
-        fusion_problem(config.fusion, fused_runs(config), config.split)
+        fusion_problem(config.fusion, fused_runs(config), config.split, config.given_run)
     # A job's encoder is the orchestrator's encoder service, which serves its model: no --model needed.
     if config.sparse and config.encoder.model is None and config.services.encoder is None and use != "job":
         raise ConfigError("--retriever sparse needs --model: a sentence-transformers SparseEncoder (SPLADE) folder or name, "
@@ -151,11 +161,30 @@ def _check_combinations(config: PipelineConfig, use: str) -> None:
         raise ConfigError(sparse_only(config.vectors.backend))
 
 
-def fusion_problem(fusion: FusionConfig, runs: int, split: str) -> None:
+def _check_given_runs(config: PipelineConfig, use: str) -> None:
+    if use == "eval-instructions":
+        raise ConfigError("--run is not available for instruction-following evaluation (one run per mode and "
+                          "dimension); score each run file with irforge metrics")
+    if any(not run.strip() for run in config.given.runs):
+        raise ConfigError("--run needs a file")
+    # Several runs are one system by fusion: the fusion section is theirs (the hybrid's --hybrid-with is not).
+    fused = len(config.given.runs) > 1
+    given = changed(config)
+    flags = {leaf.info.name: leaf.info.flag for leaf in leaves(PipelineConfig)}
+    for leaf in leaves(PipelineConfig):
+        name = leaf.info.name
+        if fused and leaf.path[0] == "fusion" and name != "hybrid_with":
+            continue
+        if name in given and not leaf.info.location and (name == "retriever" or leaf.path[0] in SYSTEM_SECTIONS):
+            raise ConfigError(f"{flags[name]} {_shown(given[name])} does not apply with --run: {NOT_WITH_A_RUN}")
+
+
+def fusion_problem(fusion: FusionConfig, runs: int, split: str, given: bool = False) -> None:
     """ConfigError when the fusion's weights or weight search cannot run over `runs` runs."""
     default = FusionConfig().weights
     if fusion.weights != default and len(fusion.weights) != runs:
-        what = "two weights (bm25, then dense or sparse) for --retriever hybrid" if runs == 2 else f"{runs} weights, one per run"
+        what = ("two weights (bm25, then dense or sparse) for --retriever hybrid" if not given
+                else f"{runs} weights, one per --run file, in their order")
         raise ConfigError(f"--fusion-weights needs {what}; got {','.join(f'{w:g}' for w in fusion.weights)!r}")
     if fusion.optimize_on is None:
         return

@@ -73,7 +73,9 @@ def plan_steps(spec: JobSpec, endpoint_kind: str = "") -> list[str]:
     if spec.instructions:
         return [EVALUATE]   # one step: see evaluate_instructions
     steps = []
-    if endpoint_kind.startswith("search-"):
+    if spec.pipeline.given_run:
+        pass  # a run file is the system: nothing to index, `retrieve` reads the file
+    elif endpoint_kind.startswith("search-"):
         pass  # the team's endpoint retrieves: nothing to index here
     elif endpoint_kind == "openai-embeddings":  # as `irforge eval --endpoint`: the endpoint is the dense encoder
         steps += [INGEST, ENCODE] if spec.pipeline.retriever == "hybrid" else [ENCODE]

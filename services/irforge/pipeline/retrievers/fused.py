@@ -135,8 +135,15 @@ class FusedRetriever:
             return self.fusion.as_dict()
         return {**self.fusion.as_dict(self.choice.weights), "optimisation": self.choice.describe()}
 
+    @property
+    def latency_absent(self) -> str | None:
+        """Why no latency is recorded when every run was read from a file (irforge.pipeline.latency.latency_of):
+        only their fusion ran here, and a per-query time of that alone would read as the system's."""
+        reasons = [getattr(retriever, "latency_absent", None) for retriever in self.retrievers]
+        if all(isinstance(reason, str) for reason in reasons):
+            return f"every fused run was read from a file ({reasons[0]}); only their fusion ran here"
+        return None
+
     def counts(self) -> dict:
-        merged: dict = {}
-        for retriever in self.retrievers:
-            merged.update(retriever.counts())
-        return merged
+        """Each run's counts under its label (run files count the same things: merged, one would hide the other)."""
+        return {"fused_runs": {label: retriever.counts() for label, retriever in self.parts}}

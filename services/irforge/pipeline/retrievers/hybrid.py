@@ -19,5 +19,8 @@ class HybridRetriever(FusedRetriever):
         return {"name": self.name, "fusion": self._fusion_record(), "depth_per_run": depth,
                 "bm25": self.lexical.describe(), self.dense.name: self.dense.describe()}
 
+    def counts(self) -> dict:
+        return {**self.lexical.counts(), **self.dense.counts()}
+
 
 __all__ = ["FUSION_BASIS", "FusionSettings", "HybridRetriever", "WeightTuning"]

@@ -1,0 +1,6 @@
+"""Runs that come from outside irforge: one reader of the field's run files (TREC, JSON, TSV),
+and what turns such a file into a system irforge evaluates like its own retrievers."""
+
+from irforge.runs.reading import RUN_FORMATS, GivenRun, read_run_file
+
+__all__ = ["RUN_FORMATS", "GivenRun", "read_run_file"]
