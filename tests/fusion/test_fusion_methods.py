@@ -12,7 +12,7 @@ from ranx import Run as RanxRun
 from ranx import fuse as ranx_fuse
 
 from irforge.config.pipeline import FUSION_METHODS, FUSION_NORMS, NORMALISED_FUSIONS, WEIGHTED_FUSIONS
-from irforge.data.trec import read_trec_run
+from irforge.runs import read_run_file
 from irforge.fusion import METHODS, NORMALISATIONS, Fusion
 from irforge.ranking import ranked
 
@@ -25,7 +25,7 @@ WEIGHTS = (0.2, 0.5, 0.3)
 @pytest.fixture(scope="module")
 def runs() -> list[dict[str, dict[str, float]]]:
     """Three real runs of the same SciFact test queries (tests/fusion/data/SOURCE.md), sliced."""
-    read = [read_trec_run(DATA / name).run for name in RUN_FILES]
+    read = [read_run_file(DATA / name).run for name in RUN_FILES]
     queries = sorted(set.intersection(*(set(run) for run in read)))[:QUERIES]
     return [{q: dict(run[q]) for q in queries} for run in read]
 
