@@ -130,3 +130,41 @@ def test_what_cannot_run_is_refused_before_any_work(halves, tmp_path, extra, mes
                             "--out", str(tmp_path / "out")])
     assert code == 2 and message in err, err
     assert not (tmp_path / "out").exists()
+
+
+def test_the_hybrid_chooses_its_weights_on_dev_as_ranx_would_from_its_own_two_runs(scifact_tiny, tmp_path):
+    """irforge's own retrievers fused with weights chosen on dev: BM25 and MiniLM runs made apart
+    (eval --split dev / test), ranx chooses from the dev pair and scores the test pair; the hybrid
+    agrees on both, its dev retrieval kept out of the reported latency."""
+    root = tmp_path / "tiny"
+    (root / "qrels").mkdir(parents=True)
+    for name in ("corpus.jsonl", "queries.jsonl"):
+        (root / name).symlink_to(scifact_tiny / name)
+    lines = (scifact_tiny / "qrels" / "test.tsv").read_text().splitlines()[1:]
+    queries = sorted({line.split("\t")[0] for line in lines})
+    for split, chosen in (("dev", queries[:2]), ("test", queries[2:])):
+        (root / "qrels" / f"{split}.tsv").write_text(
+            "query-id\tcorpus-id\tscore\n" + "".join(f"{line}\n" for line in lines if line.split("\t")[0] in chosen))
+    stores = ["--index-dir", str(tmp_path / "i"), "--vector-dir", str(tmp_path / "v"), "--embedding-cache", str(tmp_path / "c")]
+    common = ["eval", "--dataset", str(root), "--top-k", "10", "-m", "nDCG@10", *stores]
+    apart = {}
+    for retriever in ("bm25", "dense"):
+        for split in ("dev", "test"):
+            out = tmp_path / f"{retriever}-{split}"
+            assert run_cli([*common, "--retriever", retriever, "--split", split, "--out", str(out)])[0] == 0
+            apart[retriever, split] = RanxRun({q: dict(ranked(s)) for q, s in read_run_file(out / "run.trec").run.items()})
+    code, printed, _ = run_cli([*common, "--retriever", "hybrid", "--fusion", "wsum", "--fusion-norm", "zmuv",
+                                "--fusion-optimize-on", "dev", "--out", str(tmp_path / "hybrid")])
+    assert code == 0
+    results = json.loads((tmp_path / "hybrid" / "results.json").read_text())
+
+    dev_qrels, test_qrels = (RanxQrels(BeirDataset.open(root).qrels(split)) for split in ("dev", "test"))
+    best = optimize_fusion(dev_qrels, [apart["bm25", "dev"], apart["dense", "dev"]], norm="zmuv", method="wsum",
+                           metric="ndcg@10", step=0.1, show_progress=False)["weights"]
+    chosen = results["retriever"]["fusion"]["optimisation"]
+    assert list(chosen["weights"].values()) == [float(w) for w in best] and list(chosen["weights"]) == ["bm25", "dense"]
+    fused = ranx_fuse([apart["bm25", "test"], apart["dense", "test"]], norm="zmuv", method="wsum",
+                      params={"weights": [float(w) for w in best]})
+    assert results["metrics"]["nDCG@10"] == pytest.approx(ranx_evaluate(test_qrels, fused, "ndcg@10"), abs=1e-9)
+    assert "fusion weights chosen on dev (2 queries; 11 grid points" in printed
+    assert results["latency"]["end_to_end"]["count"] == 1   # the reported split's one query, not dev's two
