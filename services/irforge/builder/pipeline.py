@@ -310,9 +310,14 @@ class PipelineBuilder:
 
 
 def run_labels(paths) -> list[str]:
-    """Each fused run's name in results.json and the printed weights: its file name, numbered where two share one."""
-    names = [Path(path).name for path in paths]
-    return [f"{i}:{name}" if names.count(name) > 1 else name for i, name in enumerate(names, start=1)]
+    """Each fused run's name in results.json and the printed weights: the shortest tail of its path
+    that tells it from the others (`run.trec` alone, or `bm25/run.trec` beside `dense/run.trec`)."""
+    parts = [Path(path).parts for path in paths]
+    for depth in range(1, max(len(p) for p in parts) + 1):
+        labels = ["/".join(p[-depth:]) for p in parts]
+        if len(set(labels)) == len(labels):
+            return labels
+    return [f"{n}:{label}" for n, label in enumerate(labels, start=1)]   # the same file given twice
 
 
 def encoder_spec(encoder: EncoderConfig):

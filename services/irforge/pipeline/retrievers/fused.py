@@ -32,7 +32,10 @@ class FusionSettings:
         self.fusion()   # an unknown method or normalisation, a bad k: refused here
 
     def fusion(self, weights: tuple[float, ...] | None = None) -> Fusion:
-        weighted = METHODS[self.method].weighted if self.method in METHODS else False
+        """The fusion with `weights` (the chosen ones) or the settings' own; unweighted methods take none."""
+        if self.method not in METHODS:
+            raise ValueError(f"unknown fusion {self.method!r}; use one of {', '.join(METHODS)}")
+        weighted = METHODS[self.method].weighted
         return Fusion(self.method, self.norm, (weights or self.weights) if weighted else None, self.rrf_k)
 
     def as_dict(self, weights: tuple[float, ...] | None = None) -> dict:
@@ -139,9 +142,9 @@ class FusedRetriever:
     def latency_absent(self) -> str | None:
         """Why no latency is recorded when every run was read from a file (irforge.pipeline.latency.latency_of):
         only their fusion ran here, and a per-query time of that alone would read as the system's."""
-        reasons = [getattr(retriever, "latency_absent", None) for retriever in self.retrievers]
-        if all(isinstance(reason, str) for reason in reasons):
-            return f"every fused run was read from a file ({reasons[0]}); only their fusion ran here"
+        if all(isinstance(getattr(retriever, "latency_absent", None), str) for retriever in self.retrievers):
+            return ("every fused run was read from a file: only their fusion ran here, and the time per query of the "
+                    "systems that made them is not known to irforge")
         return None
 
     def counts(self) -> dict:
