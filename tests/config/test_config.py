@@ -74,7 +74,7 @@ def test_flags_keywords_and_files_build_the_same_configuration(tmp_path):
     ({"listwise_llm": "http://127.0.0.1:1/v1"}, "--listwise-llm needs --listwise-model"),
     ({"retriever": "dense", "vector_backend": "elasticsearch"}, "holds learned sparse vectors only"),
     ({"k1": float("inf")}, "--k1 must be a finite number within 0..10, got inf"),
-    ({"fusion_weights": (0, 0), "retriever": "hybrid"}, "--fusion-weights must be two finite numbers >= 0, not both 0"),
+    ({"fusion_weights": (0, 0), "retriever": "hybrid"}, "--fusion-weights must be finite numbers >= 0, not all 0"),
     ({"retriever": "dens"}, "invalid choice: 'dens'"),
 ])
 def test_what_cannot_run_or_does_not_apply_is_refused_naming_the_flag(options, message):

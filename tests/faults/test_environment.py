@@ -21,7 +21,9 @@ PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
 NUMERIC = {"numpy", "scipy", "pytrec-eval-terrier", "bm25s", "pystemmer", "qdrant-edge-py", "torch",
            "transformers", "sentence-transformers", "tokenizers", "orjson",
            # language analysis: tokens, stopwords, Thai words and the detected language all move BM25
-           "regex", "stop-words", "stopwordsiso", "pythainlp", "py3langid"}
+           "regex", "stop-words", "stopwordsiso", "pythainlp", "py3langid",
+           # the fusion tests' reference numbers (ranx's fuse, compiled by numba)
+           "ranx", "numba"}
 
 
 def requirements() -> list[Requirement]:

@@ -84,11 +84,26 @@ class PipelineBuilder:
         vectors = self.config.vectors
         return HnswSettings(m=vectors.hnsw_m, ef_construct=vectors.hnsw_ef_construct, ef_search=vectors.hnsw_ef)
 
-    def fusion_settings(self):
-        from irforge.pipeline.retrievers.hybrid import FusionSettings
+    def fusion_settings(self, runs: int = 2):
+        """The fusion of `runs` runs: the configuration's weights, or (left at their default) 1 for each."""
+        from irforge.config.pipeline import FusionConfig
+        from irforge.pipeline.retrievers.fused import FusionSettings
 
         fusion = self.config.fusion
-        return FusionSettings(method=fusion.method, rrf_k=fusion.rrf_k, weights=tuple(fusion.weights), depth=fusion.depth)
+        weights = tuple(fusion.weights) if runs == 2 or fusion.weights != FusionConfig().weights else None
+        return FusionSettings(method=fusion.method, rrf_k=fusion.rrf_k, weights=weights, depth=fusion.depth,
+                              norm=fusion.norm)
+
+    def weight_tuning(self):
+        """The weight search --fusion-optimize-on asks for, scored by this builder's evaluator; None without it."""
+        fusion = self.config.fusion
+        if fusion.optimize_on is None:
+            return None
+        from irforge.fusion.optimise import WeightSearch
+        from irforge.pipeline.retrievers.fused import WeightTuning
+
+        return WeightTuning(WeightSearch(fusion.optimize_on, fusion.optimize_measure, fusion.grid_step), self.evaluator,
+                            drop_identical_ids=not self.config.evaluation.keep_identical_ids)
 
     # -- what the endpoint is -----------------------------------------------------------------
     def _endpoint_spec(self, path: str):
@@ -214,11 +229,19 @@ class PipelineBuilder:
                               hnsw=self.hnsw_settings(), encoder_location=location)
 
     def given_run(self):
-        """The run file of --run as the system, read (and checked line by line) now, before any work."""
+        """The run file of --run as the system, read (and checked line by line) now, before any work;
+        several --run files fused (irforge.fusion) into one system, weighted in their order."""
         from irforge.pipeline.retrievers.given import GivenRunRetriever
         from irforge.runs import read_run_file
 
-        return GivenRunRetriever(read_run_file(self.config.given.runs[0], self.config.given.run_format))
+        given = self.config.given
+        retrievers = [GivenRunRetriever(read_run_file(path, given.run_format)) for path in given.runs]
+        if len(retrievers) == 1:
+            return retrievers[0]
+        from irforge.pipeline.retrievers.fused import FusedRetriever
+
+        return FusedRetriever(list(zip(run_labels(given.runs), retrievers)), self.fusion_settings(len(retrievers)),
+                              self.weight_tuning())
 
     def first_stage(self):
         """Retrieval before any reranking: a run file, a search endpoint, BM25, dense/sparse, or their fusion."""
@@ -234,7 +257,7 @@ class PipelineBuilder:
         if self.config.retriever == "hybrid":
             from irforge.pipeline.retrievers.hybrid import HybridRetriever
 
-            return HybridRetriever(self.lexical(), self.vector(), self.fusion_settings())
+            return HybridRetriever(self.lexical(), self.vector(), self.fusion_settings(), self.weight_tuning())
         return self.vector()
 
     def reranker(self):
@@ -284,6 +307,17 @@ class PipelineBuilder:
         if not any(addresses.values()):
             return "in-process"
         return " ".join(f"{role}={address or 'in-process'}" for role, address in addresses.items())
+
+
+def run_labels(paths) -> list[str]:
+    """Each fused run's name in results.json and the printed weights: the shortest tail of its path
+    that tells it from the others (`run.trec` alone, or `bm25/run.trec` beside `dense/run.trec`)."""
+    parts = [Path(path).parts for path in paths]
+    for depth in range(1, max(len(p) for p in parts) + 1):
+        labels = ["/".join(p[-depth:]) for p in parts]
+        if len(set(labels)) == len(labels):
+            return labels
+    return [f"{n}:{label}" for n, label in enumerate(labels, start=1)]   # the same file given twice
 
 
 def encoder_spec(encoder: EncoderConfig):

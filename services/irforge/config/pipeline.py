@@ -16,7 +16,12 @@ from irforge.config.checks import at_least, within
 from irforge.config.options import option
 
 RETRIEVERS = ("bm25", "dense", "hybrid", "sparse")
-FUSION_METHODS = ("rrf", "linear")
+# irforge.fusion.catalogue's names (config imports no room; tests/fusion checks they agree).
+FUSION_METHODS = ("rrf", "linear", "wsum", "wmnz", "combsum", "combmnz", "combmax", "combmin", "combanz")
+WEIGHTED_FUSIONS = ("rrf", "linear", "wsum", "wmnz")            # take one weight per run
+NORMALISED_FUSIONS = ("wsum", "wmnz", "combsum", "combmnz", "combmax", "combmin", "combanz")   # take --fusion-norm
+FUSION_NORMS = ("min-max", "zmuv", "sum", "max", "none")
+MAX_GRID_POINTS = 5000   # weight vectors a search may try (5 runs at step 0.1: 1,001)
 PRECISIONS = ("float32", "float16", "bfloat16")
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 INSTRUCTION_MEASURES = ("nDCG@10",)   # instruction following's default (InfoSearch, FollowIR report nDCG@10 per mode)
@@ -34,16 +39,33 @@ def _weights(text: str) -> tuple[float, ...]:
     try:
         return tuple(float(w) for w in text.split(","))
     except ValueError:
-        raise ValueError(f"must be two numbers like 1,1; got {text!r}") from None
+        raise ValueError(f"must be numbers separated by commas, one per run, like 1,1; got {text!r}") from None
 
 
 def _weights_problem(weights) -> str | None:
     shown = ",".join(f"{w:g}" for w in weights)
-    if len(weights) != 2:
-        return f"needs two weights (bm25, dense); got {shown!r}"
+    if len(weights) < 2:
+        return f"needs one weight per fused run (at least two); got {shown!r}"
     if not all(math.isfinite(w) and w >= 0 for w in weights) or not any(weights):
-        return f"must be two finite numbers >= 0, not both 0; got {shown!r}"
+        return f"must be finite numbers >= 0, not all 0; got {shown!r}"
     return None
+
+
+def _grid_step_problem(step) -> str | None:
+    """A step that divides 1 into whole steps (0.1, 0.05, 0.25), so every grid point sums to 1."""
+    if not (math.isfinite(step) and 0 < step <= 1) or abs(1 / step - round(1 / step)) > 1e-9:
+        return f"must divide 1 into whole steps (like 0.1, 0.05 or 0.25); got {step!r}"
+    return None
+
+
+def _measure_problem(name) -> str | None:
+    from irforge.evaluator.measures import parse_measures
+
+    try:
+        requests = parse_measures([name])
+    except ValueError as error:
+        return str(error)
+    return None if len(requests) == 1 else f"must be one measure; {name!r} is {len(requests)}"
 
 
 def _language_problem(code) -> str | None:
@@ -123,15 +145,30 @@ class VectorsConfig:
 
 @dataclass(frozen=True)
 class FusionConfig:
-    method: str = option("rrf", "--fusion", "hybrid: reciprocal-rank fusion or normalised linear", choices=FUSION_METHODS)
-    rrf_k: float = option(60.0, "--rrf-k", "hybrid rrf: the k in 1/(k + rank)", check=within(*RRF_K_RANGE))
-    weights: tuple[float, ...] = option((1.0, 1.0), "--fusion-weights", "hybrid run weights", parse=_weights,
-                                        check=_weights_problem, metavar="BM25,DENSE")
+    method: str = option(
+        "rrf", "--fusion", "how the runs are fused (the hybrid's two): rrf (reciprocal rank), wsum or wmnz (weighted, of "
+        "normalised scores), combsum, combmnz, combmax, combmin, combanz (Fox & Shaw), or linear (the hybrid's min-max "
+        "wsum, a run whose scores all tie counting 1); named as ranx names them (docs/fusion.md)", choices=FUSION_METHODS)
+    norm: str = option("min-max", "--fusion-norm", "normalisation of each run's scores per query before wsum, wmnz and "
+                       "the comb methods, as ranx names it: min-max, zmuv (z-score), sum, max or none", choices=FUSION_NORMS)
+    rrf_k: float = option(60.0, "--rrf-k", "rrf: the k in 1/(k + rank)", check=within(*RRF_K_RANGE))
+    weights: tuple[float, ...] = option((1.0, 1.0), "--fusion-weights", "one weight per fused run, in order (hybrid: "
+                                        "bm25, then dense or sparse) for rrf, linear, wsum, wmnz; default 1 for every run",
+                                        parse=_weights, check=_weights_problem, metavar="W1,W2,...")
     depth: int | None = option(None, "--fusion-depth", "hybrid: documents each run contributes to the fusion (default: "
                                "--top-k); deeper runs let documents ranked low by one run rise", check=at_least(1),
                                metavar="N")
     hybrid_with: str = option("dense", "--hybrid-with", "hybrid: fuse BM25 with the dense run or with a learned sparse "
                               "run (--model a SparseEncoder)", choices=("dense", "sparse"))
+    optimize_on: str | None = option(
+        None, "--fusion-optimize-on", "choose the weights on this split's qrels (e.g. dev or train; never --split "
+        "itself) by a grid search: every weight a multiple of --fusion-grid-step, together summing to 1, the best by "
+        "--fusion-optimize-measure (ties: the later grid point, as ranx); the search and its result go to "
+        "results.json", metavar="SPLIT")
+    optimize_measure: str = option("nDCG@10", "--fusion-optimize-measure", "the measure the weight search maximises on "
+                                   "--fusion-optimize-on", check=_measure_problem, metavar="MEASURE")
+    grid_step: float = option(0.1, "--fusion-grid-step", "the weight search's step (ranx optimize_fusion's): weights in "
+                              "{0, step, ..., 1}", check=_grid_step_problem)
 
 
 @dataclass(frozen=True)

@@ -11,11 +11,13 @@ What needs a file to decide (an endpoint spec's kind) is checked by the builder 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 from irforge.config.checks import check_values
 from irforge.config.options import ConfigError, leaves
-from irforge.config.pipeline import PipelineConfig
+from irforge.config.pipeline import (MAX_GRID_POINTS, NORMALISED_FUSIONS, WEIGHTED_FUSIONS, FusionConfig,
+                                     PipelineConfig)
 from irforge.config.values import changed
 
 USES = ("eval", "eval-instructions", "job")
@@ -43,6 +45,17 @@ def _local_model(c: PipelineConfig) -> bool:
     return _local_encoder(c) or c.rerank.model is not None
 
 
+def fused_runs(c: PipelineConfig) -> int:
+    """How many runs the configuration fuses: several --run files, or the hybrid's two; 0 when nothing is fused."""
+    if c.given_run:
+        return len(c.given.runs) if len(c.given.runs) > 1 else 0
+    return 2 if c.retriever == "hybrid" else 0
+
+
+def _fusing(c: PipelineConfig) -> bool:
+    return fused_runs(c) >= 2
+
+
 def _vectors(c: PipelineConfig) -> bool:
     return c.retriever in ("dense", "hybrid", "sparse") or c.endpoint.spec is not None
 
@@ -57,6 +70,10 @@ OVERRIDES_AN_ENDPOINT = (lambda c: c.endpoint.spec is not None or c.rerank.endpo
 NEEDS_BM25 = (_bm25, "BM25 is not part of this pipeline (--retriever bm25 or hybrid, without a search endpoint)")
 NEEDS_ENCODER = (_local_encoder, "no model encodes here (--retriever dense, sparse or hybrid, no --endpoint; with "
                                  "--encoder-server the server's own settings apply: set them where it starts)")
+NEEDS_FUSION = (_fusing, "fusion needs --retriever hybrid or several --run files")
+WEIGHTED = (lambda c: _fusing(c) and c.fusion.method in WEIGHTED_FUSIONS,
+            f"fusion needs --retriever hybrid or several --run files, and only {', '.join(WEIGHTED_FUSIONS)} weigh "
+            "runs (the comb methods do not)")
 RULES: dict[str, Rule] = {
     "backend": NEEDS_BM25, "k1": NEEDS_BM25, "b": NEEDS_BM25,
     "model": (_model_encoder, "no model encodes for this pipeline (--retriever dense, sparse or hybrid, no --endpoint)"),
@@ -72,10 +89,16 @@ RULES: dict[str, Rule] = {
     "hnsw_m": (lambda c: _dense_search(c) and c.vectors.search == "hnsw", "HNSW settings need --search hnsw"),
     "hnsw_ef_construct": (lambda c: _dense_search(c) and c.vectors.search == "hnsw", "HNSW settings need --search hnsw"),
     "hnsw_ef": (lambda c: _dense_search(c) and c.vectors.search == "hnsw", "HNSW settings need --search hnsw"),
-    "fusion": (lambda c: c.retriever == "hybrid", "fusion needs --retriever hybrid"),
-    "rrf_k": (lambda c: c.retriever == "hybrid" and c.fusion.method == "rrf", "--rrf-k needs --retriever hybrid --fusion rrf"),
-    "fusion_weights": (lambda c: c.retriever == "hybrid", "fusion needs --retriever hybrid"),
-    "fusion_depth": (lambda c: c.retriever == "hybrid", "fusion needs --retriever hybrid"),
+    "fusion": NEEDS_FUSION, "fusion_depth": NEEDS_FUSION,
+    "rrf_k": (lambda c: _fusing(c) and c.fusion.method == "rrf",
+              "--rrf-k needs --retriever hybrid --fusion rrf (or several --run files fused by rrf)"),
+    "fusion_norm": (lambda c: _fusing(c) and c.fusion.method in NORMALISED_FUSIONS,
+                    f"only {', '.join(NORMALISED_FUSIONS)} normalise scores (rrf fuses ranks; linear is its own "
+                    "min-max): give --fusion wsum or a comb method"),
+    "fusion_weights": WEIGHTED,
+    "fusion_optimize_on": WEIGHTED,
+    "fusion_optimize_measure": (lambda c: c.fusion.optimize_on is not None, "it is the weight search's: give --fusion-optimize-on SPLIT"),
+    "fusion_grid_step": (lambda c: c.fusion.optimize_on is not None, "it is the weight search's: give --fusion-optimize-on SPLIT"),
     "hybrid_with": (lambda c: c.retriever == "hybrid" and c.endpoint.spec is None,
                     "--hybrid-with needs --retriever hybrid (an embeddings endpoint is the hybrid's dense side)"),
     **{name: OVERRIDES_AN_ENDPOINT for name in ("endpoint_url", "endpoint_model", "endpoint_batch_size",
@@ -126,6 +149,8 @@ def _check_combinations(config: PipelineConfig, use: str) -> None:
         raise ConfigError("choose one of --reranker, --reranker-endpoint, --listwise-llm")
     if config.rerank.listwise_llm and not config.rerank.listwise_model:
         raise ConfigError("--listwise-llm needs --listwise-model")
+    if _fusing(config):
+        fusion_problem(config.fusion, fused_runs(config), config.split, config.given_run)
     # A job's encoder is the orchestrator's encoder service, which serves its model: no --model needed.
     if config.sparse and config.encoder.model is None and config.services.encoder is None and use != "job":
         raise ConfigError("--retriever sparse needs --model: a sentence-transformers SparseEncoder (SPLADE) folder or name, "
@@ -140,18 +165,43 @@ def _check_given_runs(config: PipelineConfig, use: str) -> None:
     if use == "eval-instructions":
         raise ConfigError("--run is not available for instruction-following evaluation (one run per mode and "
                           "dimension); score each run file with irforge metrics")
-    if len(config.given.runs) > 1:
-        # Fusion of given runs (irforge.fusion over any runs) is its own feature, not built here yet.
-        raise ConfigError(f"--run is given {len(config.given.runs)} times: scoring several runs as one system is "
-                          "fusion, which this build cannot do yet; give one --run (bench or compare the runs side by side)")
-    if not config.given.runs[0].strip():
+    if any(not run.strip() for run in config.given.runs):
         raise ConfigError("--run needs a file")
+    # Several runs are one system by fusion: the fusion section is theirs (the hybrid's --hybrid-with is not).
+    fused = len(config.given.runs) > 1
     given = changed(config)
     flags = {leaf.info.name: leaf.info.flag for leaf in leaves(PipelineConfig)}
     for leaf in leaves(PipelineConfig):
         name = leaf.info.name
+        if fused and leaf.path[0] == "fusion" and name != "hybrid_with":
+            continue
         if name in given and not leaf.info.location and (name == "retriever" or leaf.path[0] in SYSTEM_SECTIONS):
             raise ConfigError(f"{flags[name]} {_shown(given[name])} does not apply with --run: {NOT_WITH_A_RUN}")
+
+
+def fusion_problem(fusion: FusionConfig, runs: int, split: str, given: bool = False) -> None:
+    """ConfigError when the fusion's weights or weight search cannot run over `runs` runs."""
+    default = FusionConfig().weights
+    if fusion.weights != default and len(fusion.weights) != runs:
+        what = ("two weights (bm25, then dense or sparse) for --retriever hybrid" if not given
+                else f"{runs} weights, one per --run file, in their order")
+        raise ConfigError(f"--fusion-weights needs {what}; got {','.join(f'{w:g}' for w in fusion.weights)!r}")
+    if fusion.optimize_on is None:
+        return
+    if fusion.optimize_on == split:
+        raise ConfigError(f"--fusion-optimize-on {split} is the split being reported (--split {split}): choose the "
+                          "weights on another split (dev, train), never on the one the figures come from")
+    if fusion.weights != default:
+        raise ConfigError("--fusion-weights and --fusion-optimize-on both set the weights: give one")
+    points = grid_points(runs, fusion.grid_step)
+    if points > MAX_GRID_POINTS:
+        raise ConfigError(f"--fusion-grid-step {fusion.grid_step:g} over {runs} runs is {points:,} weight vectors to try "
+                          f"(at most {MAX_GRID_POINTS:,}): take a larger step")
+
+
+def grid_points(runs: int, step: float) -> int:
+    """Weight vectors of `runs` multiples of `step` summing to 1: C(1/step + runs - 1, runs - 1)."""
+    return math.comb(round(1 / step) + runs - 1, runs - 1)
 
 
 def flagged_problem(holes, use: str = "eval") -> str | None:

@@ -41,8 +41,32 @@ def _describe(retriever: dict) -> str:
     if retriever["name"] == "hybrid":
         second = "dense" if "dense" in retriever else "sparse"
         model = retriever[second]["encoder"]["model"]
-        return f"hybrid ({retriever['fusion']['method']} of bm25 + {model if second == 'dense' else 'sparse ' + model})"
+        return f"hybrid ({_fusion_method(retriever['fusion'])} of bm25 + {model if second == 'dense' else 'sparse ' + model})"
+    if retriever["name"] == "fusion":
+        return f"fusion ({_fusion_method(retriever['fusion'])} of {' + '.join(_describe(run) for run in retriever['runs'])})"
     return retriever["name"]
+
+
+def _fusion_method(fusion: dict) -> str:
+    """rrf, linear, or a normalising method with its normalisation (wsum min-max); weights when they were chosen."""
+    shown = f"{fusion['method']} {fusion['norm']}" if "norm" in fusion else fusion["method"]
+    if "optimisation" in fusion:
+        chosen = fusion["optimisation"]
+        shown += f", weights {','.join(f'{w:g}' for w in chosen['weights'].values())} chosen on {chosen['split']}"
+    return shown
+
+
+def fusion_lines(retriever: dict) -> list[str]:
+    """The weight search's outcome, printed under the table: the weights chosen, their score on the
+    development split, and the space searched (results.json has every point)."""
+    fusion = (retriever.get("first_stage") or retriever).get("fusion") or {}
+    chosen = fusion.get("optimisation")
+    if not chosen:
+        return []
+    weights = ", ".join(f"{label} {weight:g}" for label, weight in chosen["weights"].items())
+    space = chosen["search_space"]
+    return [f"fusion weights chosen on {chosen['split']} ({chosen['queries']} queries; {space['points']} grid points, step "
+            f"{space['step']:g}, summing to 1): {weights} · {chosen['measure']} {chosen['score']:.4f} on {chosen['split']}"]
 
 
 def text(results: dict) -> str:
@@ -82,6 +106,7 @@ def _eval_lines(results: dict) -> list[str]:
     width = max(len(name) for name in metrics)
     lines.append(f"{'measure':<{width}}  value")
     lines += [f"{name:<{width}}  {value:.4f}" for name, value in metrics.items()]
+    lines += fusion_lines(results["retriever"])
     problems = results["data"]["qrels_problems"]
     if problems["unknown_queries"] or problems["unknown_documents"]:
         lines.append(f"qrels problems: {problems['unknown_queries']} unknown queries, "
