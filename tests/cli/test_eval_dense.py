@@ -93,7 +93,7 @@ def test_hnsw_search_is_recorded_and_close_to_exact(scifact_dense, beir_dir, sci
 
 @pytest.mark.parametrize(("args", "message"), [
     (["--model", "/nonexistent/model-folder"], "model path /nonexistent/model-folder does not exist"),
-    (["--fusion-weights", "1"], "--fusion-weights needs two weights"),
+    (["--fusion-weights", "1"], "--fusion-weights needs one weight per fused run"),
 ])
 def test_bad_dense_arguments_get_clear_errors(args, message, scifact_subset, stores, tmp_path, capsys):
     argv = ["eval", "--dataset", str(scifact_subset), "--out", str(tmp_path), "--retriever", "hybrid", *args]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import zipfile
 from pathlib import Path
 
@@ -35,6 +36,11 @@ def irds_home(beir_dir, tmp_path_factory) -> Path:
 @pytest.fixture()
 def offline_cache(irds_home, tmp_path, monkeypatch):
     monkeypatch.setenv("IR_DATASETS_HOME", str(irds_home))
+    # ir_datasets fixes its paths when first imported, and ranx (tests/fusion) imports it: set
+    # aside any copy already loaded so irforge's import reads this IR_DATASETS_HOME, as a fresh
+    # process would (monkeypatch puts the old modules back afterwards).
+    for name in [name for name in sys.modules if name == "ir_datasets" or name.startswith("ir_datasets.")]:
+        monkeypatch.delitem(sys.modules, name)
     monkeypatch.setenv("IRFORGE_DATASETS_DIR", str(tmp_path / "datasets"))
     return tmp_path / "datasets"
 

@@ -122,7 +122,7 @@ def _load(irds, value: str, name: str):
 def _no_downloads(value: str, name: str):
     """ir_datasets with its downloader replaced by a refusal naming the missing file: irforge
     never downloads at run time (a file already in the cache is read as ir_datasets reads it)."""
-    from ir_datasets.util import download
+    from ir_datasets.util import download, home_path
 
     original = download.Download.path
 
@@ -132,7 +132,7 @@ def _no_downloads(value: str, name: str):
         if not force or getattr(self, "_path", None) is not None or (cache and os.path.exists(cache)) or local:
             return original(self, force)
         urls = [m.url for m in self.mirrors if hasattr(m, "url")]
-        raise NotCached(f"{value}: not in the ir_datasets cache ({os.environ.get('IR_DATASETS_HOME') or '~/.ir_datasets'}): "
+        raise NotCached(f"{value}: not in the ir_datasets cache ({home_path()}): "
                         f"it needs {cache or 'a file'}{' from ' + urls[0] if urls else ''}. irforge does not download at "
                         f"run time; on a machine with internet run: python -c \"import ir_datasets; "
                         f"d = ir_datasets.load('{name}'); [None for _ in d.docs_iter()]; [None for _ in d.queries_iter()]; "
