@@ -1,0 +1,124 @@
+"""Given candidates as the first stage: each query's documents read from a file instead of
+retrieved, for a reranker to reorder (BEIR's "rerank the BM25 top 100", FollowIR's top_ranked).
+
+- The file is a run (TREC's six columns: its scores and the tie rule rank it) or a top_ranked.jsonl
+  (irforge.runs.top_ranked: the list's order is the ranking). `format` "auto" tells them apart by
+  the first line.
+- `path` None: the dataset's own top_ranked.jsonl, found at prepare (FollowIR's protocol in
+  eval-instructions, where every dimension brings its own).
+- prepare() checks every candidate is a document of the corpus (a reranker needs its text; a file
+  made for another corpus is refused, naming it), streaming the corpus through the tracker once.
+- A query of the split with no candidates retrieves nothing (it scores 0, counted and named), as a
+  retriever that found nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from irforge.common.allowed_roots import checked
+from irforge.common.files import file_sha256
+from irforge.data import BeirDataset
+from irforge.data.beir import _first_existing
+from irforge.data.errors import DataFormatError
+from irforge.data.textfile import numbered_lines, regular_input
+from irforge.data.trec import read_trec_run
+from irforge.data.types import Query, Run
+from irforge.pipeline.latency import LatencyRecorder
+from irforge.pipeline.retrievers.base import CorpusTracker
+from irforge.ranking import Ranking
+from irforge.runs.top_ranked import FORMAT as TOP_RANKED, looks_like_top_ranked, read_top_ranked
+
+TOP_RANKED_FILE = "top_ranked.jsonl"
+EXAMPLES = 5
+
+
+@dataclass(frozen=True)
+class CandidateSource:
+    """A candidates file as read: each query's candidates ranked, and what identifies the file."""
+    path: Path
+    format: str
+    sha256: str
+    rankings: dict[str, Ranking]
+    tag: str | None = None        # a TREC run's tag (its producer, when the file says)
+    layout: str | None = None     # a top_ranked file's: mteb or followir
+
+    def describe(self) -> dict:
+        sizes = [len(ranking) for ranking in self.rankings.values()]
+        return {"file": str(self.path.resolve()), "sha256": self.sha256, "format": self.format,
+                **({"tag": self.tag} if self.tag else {}), **({"layout": self.layout} if self.layout else {}),
+                "queries": len(sizes), "candidates": sum(sizes), "most_per_query": max(sizes, default=0)}
+
+
+def read_candidates(path: str | Path, format: str = "auto") -> CandidateSource:
+    """The candidates in `path`: a TREC run or a top_ranked.jsonl (`format` auto: told by the first line)."""
+    path = regular_input(checked(path, "candidates file"), "candidates file")
+    if format == "auto":
+        _, first = next(numbered_lines(path, "candidates file"))
+        format = TOP_RANKED if looks_like_top_ranked(first) else "trec"
+    if format == TOP_RANKED:
+        top = read_top_ranked(path)
+        return CandidateSource(path, format, file_sha256(path), top.rankings(), layout=top.layout)
+    if format != "trec":
+        raise ValueError(f"unknown candidates format {format!r}")
+    run = read_trec_run(path)
+    return CandidateSource(path, format, file_sha256(path), {q: Ranking.of(scores) for q, scores in run.run.items()},
+                           tag=run.tag or None)
+
+
+def dataset_top_ranked(dataset: BeirDataset) -> Path | None:
+    """The dataset folder's own top_ranked.jsonl (or .gz), if it has one."""
+    return _first_existing(dataset.root / TOP_RANKED_FILE, dataset.root / f"{TOP_RANKED_FILE}.gz")
+
+
+class CandidatesRetriever:
+    name = "candidates"
+
+    def __init__(self, path: str | Path | None = None, format: str = "auto"):
+        self.path = Path(path) if path is not None else None
+        self.format = format
+        self.source: CandidateSource | None = None
+        self._missing: list[Query] = []
+        self.latency = LatencyRecorder()   # reading a file takes no time per query: the reranker's stages are timed
+
+    def use_latency(self, recorder: LatencyRecorder) -> None:
+        self.latency = recorder
+
+    def prepare(self, dataset: BeirDataset, fingerprint: str, tracker: CorpusTracker) -> None:
+        path = self.path
+        if path is None:
+            path = dataset_top_ranked(dataset)
+            if path is None:
+                raise DataFormatError(dataset.root, f"no {TOP_RANKED_FILE} here: the candidates to rerank are the "
+                                                    "collection's own top_ranked file")
+        self.source = read_candidates(path, self.format if self.path is not None else TOP_RANKED)
+        wanted = {doc_id for ranking in self.source.rankings.values() for doc_id in ranking.doc_ids.tolist()}
+        for document in tracker.observe(dataset.corpus()):
+            wanted.discard(document.doc_id)
+        if wanted:
+            shown = ", ".join(repr(doc_id) for doc_id in sorted(wanted)[:EXAMPLES])
+            raise DataFormatError(path, f"{len(wanted)} candidate documents are not in the corpus {dataset.corpus_path} "
+                                        f"(e.g. {shown}): candidates made for another corpus? A reranker needs every "
+                                        "candidate's text")
+
+    def retrieve(self, queries: list[Query], k: int) -> Run:
+        if self.source is None:
+            raise RuntimeError("prepare() first: it reads the candidates")
+        run: Run = {}
+        self._missing = []
+        for query in queries:
+            ranking = self.source.rankings.get(query.query_id)
+            if ranking is None or not len(ranking):
+                self._missing.append(query)
+            else:
+                run[query.query_id] = ranking.head(k)
+        return run
+
+    def describe(self) -> dict:
+        where = self.source.describe() if self.source else (str(self.path) if self.path else f"the dataset's {TOP_RANKED_FILE}")
+        return {"name": self.name, "candidates": where}
+
+    def counts(self) -> dict:
+        return {"candidates_queries_missing": len(self._missing),
+                "candidates_queries_missing_examples": [q.query_id for q in self._missing[:EXAMPLES]]}

@@ -1,0 +1,1 @@
+"""Runs and candidate lists brought from elsewhere: the readers of the field's run layouts."""
