@@ -16,7 +16,8 @@ from irforge.corpus.client import RemoteCorpus
 from irforge.corpus.core import CorpusService
 from irforge.corpus.errors import CorpusConflict, CorpusNotFound, CorpusNotReady
 from irforge.corpus.settings import Bm25Settings
-from irforge.data import read_trec_qrels, read_trec_run
+from irforge.data import read_trec_qrels
+from irforge.runs import read_run_file
 from irforge.data.types import Document, Query
 from irforge.evaluator import server as evaluator_server
 from irforge.evaluator.client import RemoteEvaluator
@@ -92,7 +93,7 @@ def test_remote_corpus_behaves_like_the_in_process_one(server):
 def test_remote_evaluation_is_identical_to_in_process(server, conformance_dir):
     address, _ = server
     qrels = read_trec_qrels(conformance_dir / "qrels.test")
-    run = read_trec_run(conformance_dir / "results.trunc").run
+    run = read_run_file(conformance_dir / "results.trunc").run
     measures = ["nDCG@10", "AP@100", "RR@10", "Judged@10", "all_trec"]
     options = EvaluationOptions(complete=True, max_docs_per_query=100)
     local = Evaluator().evaluate(qrels, run, measures, options)

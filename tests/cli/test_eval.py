@@ -15,7 +15,8 @@ import sys
 import pytest
 
 from irforge.cli.main import main
-from irforge.data import BeirDataset, read_trec_run
+from irforge.data import BeirDataset
+from irforge.runs import read_run_file
 from irforge.evaluator.core import EvaluationOptions, Evaluator
 
 REQUIRED_METRICS = {"nDCG@10", "R@100", "AP@100", "RR@10", "P@10", "Judged@10"}
@@ -69,8 +70,8 @@ def test_run_file_reproduces_the_metrics(scifact_results, beir_dir, tmp_path):
     """Anyone re-scoring run.trec with the qrels gets the numbers in results.json."""
     out = tmp_path / "again"
     results = run_eval(beir_dir / "scifact", out, tmp_path / "fresh-index")
-    run = read_trec_run(out / "run.trec")
-    assert run.tag == "irforge-bm25" and len(run.run) == 300 and all(len(d) <= 1000 for d in run.run.values())
+    run = read_run_file(out / "run.trec")
+    assert run.producer == "irforge-bm25" and len(run.run) == 300 and all(len(d) <= 1000 for d in run.run.values())
     qrels = BeirDataset.open(beir_dir / "scifact").qrels("test")
     again = Evaluator().evaluate(qrels, run.run, list(results["metrics"]), EvaluationOptions(complete=True))
     assert again.aggregate == pytest.approx(results["metrics"], abs=1e-12)

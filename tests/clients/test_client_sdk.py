@@ -12,7 +12,8 @@ from irforge.common.grpc_server import start_server
 from irforge.corpus import server as corpus_server
 from irforge.corpus.core import CorpusService
 from irforge.corpus.lexical.embedded import EmbeddedBackend
-from irforge.data import read_trec_qrels, read_trec_run
+from irforge.data import read_trec_qrels
+from irforge.runs import read_run_file
 from irforge.evaluator import server as evaluator_server
 from irforge.evaluator.core import EvaluationOptions, Evaluator
 
@@ -41,7 +42,7 @@ def test_the_sdk_imports_without_torch_ray_or_the_server():
 
 def test_evaluator_client_equals_the_core(address, conformance_dir):
     qrels = read_trec_qrels(conformance_dir / "qrels.test")
-    run = read_trec_run(conformance_dir / "results.test").run
+    run = read_run_file(conformance_dir / "results.test").run
     local = Evaluator().evaluate(qrels, run, ["nDCG@10", "P@5", "Judged@10", "map"], EvaluationOptions())
     with EvaluatorClient(address) as client:
         remote = client.evaluate(qrels, run, ["nDCG@10", "P@5", "Judged@10", "map"])

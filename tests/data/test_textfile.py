@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from irforge.data import DataFormatError, iter_corpus, iter_queries, read_beir_qrels, read_trec_qrels, read_trec_run
+from irforge.data import DataFormatError, iter_corpus, iter_queries, read_beir_qrels, read_trec_qrels
+from irforge.runs import read_run_file
 from irforge.data.textfile import numbered_lines
 
 BOM = b"\xef\xbb\xbf"
@@ -55,7 +56,7 @@ def test_a_bom_is_accepted_at_the_start_of_every_file(tmp_path, gz):
     assert [q.query_id for q in iter_queries(queries)] == ["q1"]
     assert read_beir_qrels(beir_qrels) == {"q1": {"d1": 1}}
     assert read_trec_qrels(trec_qrels) == {"q1": {"d1": 1}}
-    assert read_trec_run(run).run == {"q1": {"d1": 0.5}}
+    assert read_run_file(run).run == {"q1": {"d1": 0.5}}
 
 
 def test_a_bom_inside_a_file_is_still_an_error(tmp_path):

@@ -4,7 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from irforge.data import DataFormatError, read_trec_qrels, read_trec_run, write_trec_run
+from irforge.data import DataFormatError, read_trec_qrels, write_trec_run
+from irforge.runs import read_run_file
 
 
 def write(path: Path, text: str) -> Path:
@@ -25,46 +26,46 @@ def test_read_run_and_tag(tmp_path):
                  "q1 Q0 d1 1 2.5 bm25\n"
                  "q1 Q0 d2 2 -1e-3 bm25\n"
                  "q2 Q0 d1 1 7 bm25\n")
-    trec = read_trec_run(path)
+    trec = read_run_file(path)
     assert trec.run == {"q1": {"d1": 2.5, "d2": -0.001}, "q2": {"d1": 7.0}}
-    assert trec.tag == "bm25"
+    assert trec.producer == "bm25"
 
 
 def test_read_run_ignores_extra_columns(tmp_path):
     path = write(tmp_path / "run.txt", "q1 Q0 d1 1 0.5 tag junk more junk\nq1\tQ0\td2\t2\t0.25\ttag\textra\n")
-    assert read_trec_run(path).run == {"q1": {"d1": 0.5, "d2": 0.25}}
+    assert read_run_file(path).run == {"q1": {"d1": 0.5, "d2": 0.25}}
 
 
 def test_read_run_too_few_columns(tmp_path):
     path = write(tmp_path / "run.txt", "q1 Q0 d1 1 0.5 tag\nq1 Q0 d2 2 0.4\n")
-    error = error_of(read_trec_run, path)
+    error = error_of(read_run_file, path)
     assert error.line == 2
     assert "expected at least 6 fields" in str(error) and "got 5" in str(error)
 
 
 def test_read_run_non_numeric_score(tmp_path):
     path = write(tmp_path / "run.txt", "q1 Q0 d1 1 0.5 tag\nq1 Q0 d2 2 high tag\n")
-    error = error_of(read_trec_run, path)
+    error = error_of(read_run_file, path)
     assert str(error) == f"{path}:2: score 'high' is not a number"
 
 
 @pytest.mark.parametrize("score", ["nan", "inf", "-inf", "NaN"])
 def test_read_run_rejects_non_finite(tmp_path, score):
     path = write(tmp_path / "run.txt", f"q1 Q0 d1 1 {score} tag\n")
-    error = error_of(read_trec_run, path)
+    error = error_of(read_run_file, path)
     assert str(error) == f"{path}:1: score {float(score)!r} for query 'q1', document 'd1' is not a finite number"
 
 
 def test_read_run_duplicate_doc(tmp_path):
     path = write(tmp_path / "run.txt", "q1 Q0 d1 1 0.5 t\nq2 Q0 d1 1 0.5 t\nq1 Q0 d1 2 0.4 t\n")
-    error = error_of(read_trec_run, path)
+    error = error_of(read_run_file, path)
     assert error.line == 3
     assert "document 'd1' appears twice for query 'q1'" in str(error)
 
 
 def test_read_run_empty_file(tmp_path):
     path = write(tmp_path / "run.txt", "\n\n")
-    assert str(error_of(read_trec_run, path)) == f"{path}: file is empty"
+    assert str(error_of(read_run_file, path)) == f"{path}: file is empty"
 
 
 # --- qrels -----------------------------------------------------------------------------------
@@ -143,13 +144,13 @@ def test_write_run_bad_tag(tmp_path, tag):
 def test_round_trip(tmp_path):
     run = {"q1": {"a": 1 / 3, "b": 0.1, "c": 0.1, "d": -2.5e-7}, "q2": {"a": 12345.678901234567}}
     path = write_trec_run(tmp_path / "run.txt", run, "my-run")
-    back = read_trec_run(path)
+    back = read_run_file(path)
     assert back.run == run  # floats survive exactly (repr round-trips)
-    assert back.tag == "my-run"
+    assert back.producer == "my-run"
 
 
 def test_round_trip_numpy_scores(tmp_path):
     import numpy as np
 
     path = write_trec_run(tmp_path / "run.txt", {"q1": {"a": np.float32(0.5), "b": np.float64(0.25)}}, "t")
-    assert read_trec_run(path).run == {"q1": {"a": 0.5, "b": 0.25}}
+    assert read_run_file(path).run == {"q1": {"a": 0.5, "b": 0.25}}

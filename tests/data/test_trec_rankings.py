@@ -5,7 +5,8 @@ import random
 
 from irforge.corpus.lexical.embedded import EmbeddedBackend
 from irforge.corpus.settings import Bm25Settings
-from irforge.data import BeirDataset, read_trec_run, write_trec_run
+from irforge.data import BeirDataset, write_trec_run
+from irforge.runs import read_run_file
 from irforge.ranking import Ranking
 
 
@@ -27,4 +28,4 @@ def test_a_run_of_rankings_writes_the_same_bytes_as_its_dicts(tmp_path, beir_dir
     write_trec_run(tmp_path / "rankings.trec", rankings, tag="t")
     write_trec_run(tmp_path / "dicts.trec", shuffled, tag="t")
     assert (tmp_path / "rankings.trec").read_bytes() == (tmp_path / "dicts.trec").read_bytes()
-    assert read_trec_run(tmp_path / "rankings.trec").run == {q: r.as_dict() for q, r in rankings.items() if len(r)}
+    assert read_run_file(tmp_path / "rankings.trec").run == {q: r.as_dict() for q, r in rankings.items() if len(r)}

@@ -59,6 +59,10 @@ NOT_RUN: dict[tuple[str, str], NotRun] = {
     ("README.md", "irforge eval --dataset ../shared/data/beir/scifact --retriever bm25 --out runs/scifact-bm25 --fill-holes"):
         NotRun("synopsis", SYNOPSIS + "; its literal commands run in docs/paths.md"),
     ("README.md", "irforge metrics QRELS RUN"): NotRun("synopsis", SYNOPSIS),
+    ("README.md", "python tools/external_runs.py ../shared/data/beir/scifact runs/external"):
+        NotRun("not-a-command", "its first line runs a tool of the checkout (bm25s and rank_bm25 runs) that the docs "
+               "workspace does not hold; tests/runs/test_run_as_system.py runs bench, compare and report on such runs; "
+               "irforge lines parsed"),
     ("README.md", "irforge generate RECIPE --corpus FOLDER"): NotRun("synopsis", SYNOPSIS + "; docs/generation.md runs the command"),
     ("README.md", "irforge service corpus|evaluator"): NotRun("synopsis", SYNOPSIS),
     ("README.md", "helm repo add kuberay"): NotRun("cluster", CLUSTER),

@@ -17,7 +17,8 @@ import pytrec_eval
 from irforge.corpus.lexical.embedded import EmbeddedBackend
 from irforge.corpus.settings import Bm25Settings
 from irforge.data import BeirDataset
-from irforge.data.trec import read_trec_qrels, read_trec_run
+from irforge.data.trec import read_trec_qrels
+from irforge.runs import read_run_file
 from irforge.evaluator import EvaluationOptions, Evaluator
 from irforge.evaluator.core import EvaluationError
 from irforge.evaluator.depth import top_ranking
@@ -185,7 +186,7 @@ def test_scifact_bm25_run(scifact_bm25, as_rankings):
 @pytest.mark.parametrize("as_rankings", [False, True], ids=["dicts", "Rankings"])
 def test_trec_eval_conformance_fixtures(conformance_dir, qrels_file, as_rankings):
     qrels = read_trec_qrels(conformance_dir / qrels_file)
-    run = read_trec_run(conformance_dir / "results.test").run
+    run = read_run_file(conformance_dir / "results.test").run
     assert all(len(scores) == 500 for scores in run.values())
     for measures in (BOUNDED, BOUNDED + WHOLE):
         assert irforge_values(qrels, run, measures, as_rankings) == whole_run_values(qrels, run, measures)

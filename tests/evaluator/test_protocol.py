@@ -5,7 +5,8 @@ import random
 
 import pytest
 
-from irforge.data import DataFormatError, read_trec_qrels, read_trec_run
+from irforge.data import DataFormatError, read_trec_qrels
+from irforge.runs import read_run_file
 from irforge.evaluator import protocol
 from irforge.evaluator.core import EvaluationError, EvaluationOptions, Evaluator
 from irforge.evaluator.measures import DEFAULT_MEASURES
@@ -35,7 +36,7 @@ def file_reason(reader, tmp_path, text) -> str:
 
 @pytest.mark.parametrize("score", ["nan", "inf", "-inf"])
 def test_a_non_finite_score_is_refused_as_by_the_run_reader(tmp_path, score):
-    reason = file_reason(read_trec_run, tmp_path, f"q1 Q0 d1 1 {score} t\n")
+    reason = file_reason(read_run_file, tmp_path, f"q1 Q0 d1 1 {score} t\n")
     with pytest.raises(EvaluationError) as caught:
         protocol.collect_request(iter([OPTIONS, run_message(("q1", "d1", float(score)))]))
     assert str(caught.value) == f"the request's run: {reason}"
@@ -44,11 +45,12 @@ def test_a_non_finite_score_is_refused_as_by_the_run_reader(tmp_path, score):
 
 def test_a_run_entry_sent_twice_is_refused_as_by_the_run_reader(tmp_path):
     # Split over two messages, as a large run is: the check spans the whole stream.
-    reason = file_reason(read_trec_run, tmp_path, "q1 Q0 d1 1 1.0 t\nq1 Q0 d1 2 0.5 t\n")
+    reason = file_reason(read_run_file, tmp_path, "q1 Q0 d1 1 1.0 t\nq1 Q0 d1 2 0.5 t\n")
     messages = [OPTIONS, run_message(("q1", "d1", 1.0)), run_message(("q2", "d1", 1.0), ("q1", "d1", 0.5))]
     with pytest.raises(EvaluationError) as caught:
         protocol.collect_request(iter(messages))
-    assert str(caught.value) == f"the request's run: {reason}"
+    assert reason == "document 'd1' appears twice for query 'q1' (first at line 1)"  # the file names its lines, the stream cannot
+    assert str(caught.value) == f"the request's run: {reason.removesuffix(' (first at line 1)')}"
 
 
 def test_conflicting_judgements_are_refused_as_by_the_qrels_reader(tmp_path):

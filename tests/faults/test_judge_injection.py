@@ -25,7 +25,8 @@ import pytest
 import yaml
 
 from irforge.cli.main import main
-from irforge.data import BeirDataset, read_trec_run
+from irforge.data import BeirDataset
+from irforge.runs import read_run_file
 from irforge.judge.base import Judgement, JudgePair, Verdict, identity_sha256
 from irforge.judge.holes import find_holes
 from irforge.judge.store import JudgementStore
@@ -94,7 +95,7 @@ def bm25_run(scifact_subset, tmp_path_factory) -> Path:
 def manipulated(scifact_subset, bm25_run, tmp_path_factory) -> tuple[Path, dict[str, str]]:
     """A copy of the slice where every 8th distinct hole document carries a payload: (folder, doc id -> payload name)."""
     source = BeirDataset.open(scifact_subset)
-    holes = find_holes(source.qrels("test"), read_trec_run(bm25_run).run, DEPTH)
+    holes = find_holes(source.qrels("test"), read_run_file(bm25_run).run, DEPTH)
     hole_docs = sorted({doc_id for _, doc_id in holes})
     names = list(PAYLOADS)
     chosen = {doc_id: names[n % len(names)] for n, doc_id in enumerate(hole_docs[::8])}
@@ -157,7 +158,7 @@ def test_manipulated_holes_are_flagged_not_labelled_relevant(manipulated, bm25_r
                                "--store", str(tmp_path / "store.sqlite3"))
     printed = capsys.readouterr().out
     labels = layer(out)
-    holes = find_holes(BeirDataset.open(dataset).qrels("test"), read_trec_run(bm25_run).run, DEPTH)
+    holes = find_holes(BeirDataset.open(dataset).qrels("test"), read_run_file(bm25_run).run, DEPTH)
     hit = [(q, d) for q, d in holes if d in chosen]
     assert len(hit) >= 20 and set(chosen.values()) == set(PAYLOADS)
     relevant = [pair for pair in hit if labels.get(pair, 0) >= 1]
@@ -233,7 +234,7 @@ def test_holes_filled_through_the_judge_service_are_screened_too(manipulated, bm
         running = start_server([judge_service.binding(core)])
         try:
             with RemoteJudge(f"127.0.0.1:{running.port}") as remote:
-                report, labelled, _ = HoleFiller(remote, HoleSettings(depth=DEPTH)).run(dataset, read_trec_run(bm25_run).run)
+                report, labelled, _ = HoleFiller(remote, HoleSettings(depth=DEPTH)).run(dataset, read_run_file(bm25_run).run)
         finally:
             running.stop(0)
     assert report["screening"]["flagged"] >= len(chosen) and not [j for j in labelled if j.doc_id in chosen]

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from irforge.cli.main import main
-from irforge.data import read_trec_run
+from irforge.runs import read_run_file
 
 CLIENT_ROOT = Path(__file__).resolve().parents[2] / "clients" / "python"
 
@@ -40,7 +40,7 @@ def test_scripted_http_endpoint_gives_the_hand_computed_metrics(tmp_path, script
     # One run per mode, each the scripted ranking, ranked by irforge's tie rule.
     assert results["files"]["runs"] == {"if-tiny": {m: f"if-tiny.{m}.trec" for m in ("og", "changed", "reversed")}}
     for mode in ("og", "changed", "reversed"):
-        run = read_trec_run(out / f"if-tiny.{mode}.trec").run
+        run = read_run_file(out / f"if-tiny.{mode}.trec").run
         assert run["q1"] == dict(scripted.RANKINGS[("q1", mode)])
     # The endpoint got the query without the instruction, and the instruction as its own field.
     asked = [r for r in scripted_server.requests if r["query_id"] != "irforge-probe"]
@@ -144,7 +144,7 @@ def test_bm25_reads_query_plus_instruction_and_a_template(tmp_path, scifact_inst
 
     changed_qrels = read_beir_qrels(scifact_instructions / "keyword" / "qrels_changed" / "test.tsv")
     def ndcg(mode):
-        run = read_trec_run(out / f"keyword.{mode}.trec").run
+        run = read_run_file(out / f"keyword.{mode}.trec").run
         return Evaluator().evaluate(changed_qrels, run, ["nDCG@10"], EvaluationOptions(complete=True)).aggregate["nDCG@10"]
     assert ndcg("changed") == pytest.approx(plain["metrics"]["nDCG@10[changed]"])
     assert ndcg("changed") > ndcg("og") + 0.02

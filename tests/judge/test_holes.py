@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from irforge.cli.main import main
-from irforge.data import read_beir_qrels, read_trec_run
+from irforge.data import read_beir_qrels
+from irforge.runs import read_run_file
 from irforge.evaluator.core import EvaluationOptions, Evaluator
 from irforge.judge.holes import HolesError, HoleSettings, find_holes, judge_to_dataset_scale, with_holes
 from irforge.judge.store import JudgementStore
@@ -145,7 +146,7 @@ def test_judged_layer_is_traceable_and_reproduces_metrics_after(embedded_holes, 
     for query_id, judged in read_beir_qrels(env / "first" / "qrels.judged.tsv").items():
         assert not set(judged) & set(qrels[query_id])           # the layer only adds
         qrels[query_id].update(judged)
-    run = read_trec_run(bm25 / "run.trec").run
+    run = read_run_file(bm25 / "run.trec").run
     after = Evaluator().evaluate(qrels, run, report["evaluation"]["measures"], EvaluationOptions(complete=True))
     assert with_holes(after.aggregate) == pytest.approx(report["metrics_after"], abs=1e-12)
 

@@ -77,6 +77,8 @@ def _job_using(name: str, dataset: str, files: dict[str, str]) -> JobSpec:
         "flagged": {"fill_holes": 5, "flagged": "label"},
         "instruction_template": {"instruction_template": "{instruction} {query}"},
         "robustness_k": {"robustness_k": 5},
+        "runs": {"runs": (dataset + ".run.trec",)},
+        "run_format": {"runs": (dataset + ".run.trec",), "run_format": "trec"},
     }
     instructions = name in ("instruction_template", "robustness_k")
     return JobSpec.of(instructions=instructions, **{**base, **cases[name]})

@@ -122,7 +122,7 @@ def test_a_top_ranked_file_gives_the_same_ranking_as_the_run(runs, rerank_spec, 
         assert source["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
         assert (source["queries"], source["candidates"], source["most_per_query"]) == (QUERIES, QUERIES * TOP_K, TOP_K)
         assert retriever["rerank_depth"] == DEPTH and retriever["first_stage"]["name"] == "candidates"
-    assert read(tmp_path / "trec")["retriever"]["first_stage"]["candidates"]["tag"] == "irforge-bm25"
+    assert read(tmp_path / "trec")["retriever"]["first_stage"]["candidates"]["producer"] == "irforge-bm25"
 
 
 @pytest.mark.parametrize("flags, message", [

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from irforge.bench.record import EVALUATED, REUSED, DatasetOutcome, remove_suite, suite_record, write_suite
 from irforge.bench.reuse import reuse_problem
-from irforge.bench.suite import Suite, SuiteEntry
+from irforge.bench.suite import Suite, SuiteEntry, SuiteError
 from irforge.app.evaluate import checked, evaluate
 from irforge.config import PipelineConfig
 from irforge.results import Results
@@ -34,15 +34,27 @@ class DatasetFailed(RuntimeError):
 
 
 def dataset_config(config: PipelineConfig, entry: SuiteEntry, measures: list[str]) -> PipelineConfig:
-    """The system's configuration on one dataset of the suite: that dataset, split and measures."""
-    return dataclasses.replace(config, dataset=str(entry.location), split=entry.split,
+    """The system's configuration on one dataset of the suite: that dataset, split and measures, and
+    the entry's run file as the system when the suite gives one."""
+    given = dataclasses.replace(config.given, runs=(entry.run,)) if entry.run else config.given
+    return dataclasses.replace(config, dataset=str(entry.location), split=entry.split, given=given,
                                evaluation=dataclasses.replace(config.evaluation, measures=tuple(measures)))
+
+
+def check_given_runs(config: PipelineConfig, suite: Suite) -> None:
+    """A run file belongs to one dataset: --run fits a suite of one, entries' `run:` any suite, not both."""
+    if config.given.runs and any(entry.run for entry in suite.entries):
+        raise SuiteError("--run and the suite file's `run:` entries both name the system: give one of them")
+    if config.given.runs and len(suite.entries) > 1:
+        raise SuiteError(f"--run names one dataset's run, and the suite has {len(suite.entries)} datasets: give each "
+                         "its run in a suite file (datasets: [{path: ..., run: ...}], docs/bench.md)")
 
 
 def run_bench(config: PipelineConfig, suite: Suite, out: Path, measures: list[str], *,
               say: Callable[[str], None]) -> dict:
     """Run (or reuse) every dataset, then write OUT/suite.json and suite.md; returns suite.json's
     record. `say` gets the progress lines (the command prints them on stderr, so logs keep them)."""
+    check_given_runs(config, suite)
     total = len(suite.entries)
     outcomes: list[DatasetOutcome] = []
     suite_removed = False

@@ -57,6 +57,9 @@ def checked(config: PipelineConfig, out: str | Path, use: str = "eval") -> Pipel
     found writable with the stores outside it: before any work (UsageError otherwise)."""
     try:
         config = dataclasses.replace(config, dataset=str(resolve_dataset(config.dataset)) if config.dataset else "")
+        if config.given.runs:   # recorded as a full path: results.json says which file was scored wherever it is read
+            config = dataclasses.replace(config, given=dataclasses.replace(
+                config.given, runs=tuple(str(Path(run).absolute()) for run in config.given.runs)))
         validate(config, use)
         parse_measures(list(measures_of(config, use)))
         if config.holes.depth is not None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from irforge.app.errors import UsageError
 from irforge.common.output_set import OutputSet, check_output_folder, check_outside
-from irforge.data import read_trec_run
+from irforge.runs import read_run_file
 from irforge.evaluator.measures import DEFAULT_MEASURES
 from irforge.judge.base import DEFAULT_RELEVANT_FROM
 from irforge.common.progress import tqdm_progress
@@ -62,7 +62,7 @@ def fill_holes(choice: JudgeChoice, dataset: Path, run_path: Path, out: Path, de
 
     settings = HoleSettings(depth=depth, relevant_from=choice.relevant_from, drop_identical_ids=drop_identical,
                             measures=tuple(measures or DEFAULT_MEASURES), flagged=choice.flagged)
-    run = read_trec_run(run_path).run
+    run = read_run_file(run_path).run
     with choice.open() as core, ExitStack() as stack:
         second = choice.open_second()
         if second is not None:

@@ -14,11 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from irforge.app.errors import UsageError
-from irforge.data import DataFormatError, Qrels, Run, read_trec_run
+from irforge.data import DataFormatError, Qrels, Run
 from irforge.data.qrels_layout import QrelsFile, looks_like_qrels, looks_like_run, read_qrels_file
 from irforge.evaluator import EvaluationOptions, Evaluator
 from irforge.evaluator.measures import TREC_EVAL_DEFAULT
 from irforge.results import Results
+from irforge.runs import read_run_file
 
 
 def listed(value: str | Path | Iterable | None) -> tuple | None:
@@ -105,11 +106,11 @@ def measure_with(qrels: str | Path, run: str | Path, options: MetricsOptions,
     tell = notes or (lambda line: None)
     qrels_file = read_qrels(qrels, run)
     tell(f"read {qrels} as {qrels_file.layout}")
-    trec_run = read_trec_run(Path(run))
+    trec_run = read_run_file(run)
     evaluation = options.evaluation()
     result = Evaluator().evaluate(qrels_file.qrels, trec_run.run, options.measure_list, evaluation)
     if note := unranked_note(qrels_file.qrels, trec_run.run, options.complete):
         tell(note)
     return Results({"metrics": dict(result.aggregate), "per_query": {q: dict(v) for q, v in result.per_query.items()},
-                    "measures": list(result.measure_names), "run_tag": trec_run.tag,
+                    "measures": list(result.measure_names), "run_tag": trec_run.producer,
                     "qrels_layout": qrels_file.layout, "options": evaluation.as_dict()})

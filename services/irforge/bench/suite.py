@@ -13,7 +13,7 @@ from irforge.common.files import read_yaml
 from irforge.evaluator.measures import MeasureError, parse_measures
 
 SUITE_FIELDS = ("name", "split", "measures", "datasets")
-ENTRY_FIELDS = ("path", "name", "label", "split")
+ENTRY_FIELDS = ("path", "name", "label", "split", "run")   # run: a run file as the system there (irforge eval --run)
 # A label is one folder name in OUT: no separators, no hidden or temporary names, not the suite's own files.
 LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
 RESERVED_LABELS = ("suite.json", "suite.md")
@@ -29,6 +29,7 @@ class SuiteEntry:
     label: str
     split: str
     location: str     # what to pass to `irforge eval --dataset`: `dataset`, or a folder relative to the suite file resolved
+    run: str | None = None   # a run file scored as the system on this dataset (`irforge eval --run`), resolved like `path`
 
 
 @dataclass(frozen=True)
@@ -80,6 +81,11 @@ def load_suite(path: str | Path) -> Suite:
         bad("datasets", "required: a non-empty list of dataset folders or names, or mappings {path|name, label, split}")
     base = path.resolve().parent
     entries = tuple(_entry(item, f"datasets[{n}]", split, base, bad) for n, item in enumerate(datasets))
+    with_runs = [entry.run is not None for entry in entries]
+    if any(with_runs) and not all(with_runs):
+        # One suite, one system: a dataset without a run would be scored by another system (the flags' retriever).
+        bad(f"datasets[{with_runs.index(False)}]", "has no run: when entries give `run:` (the system's run on that "
+            "dataset), every entry gives one")
     _check_labels(entries, [f"datasets[{n}]" for n in range(len(entries))], f"suite file {path}: ")
     return Suite(name=name, split=split, measures=measures, entries=entries)
 
@@ -111,7 +117,12 @@ def _entry(item, where: str, split: str, base: Path, bad) -> SuiteEntry:
     else:
         given = location = _text(item, "name", "", bad, f"{where}.")
     label = _text(item, "label", label_for(given), bad, f"{where}.")
-    return SuiteEntry(dataset=given, label=label, split=_text(item, "split", split, bad, f"{where}."), location=location)
+    run = None
+    if "run" in item:
+        run = _text(item, "run", "", bad, f"{where}.")
+        run = run if Path(run).is_absolute() else str(base / run)
+    return SuiteEntry(dataset=given, label=label, split=_text(item, "split", split, bad, f"{where}."), location=location,
+                      run=run)
 
 
 def _check_labels(entries: tuple[SuiteEntry, ...], places: list[str], prefix: str) -> None:

@@ -122,6 +122,8 @@ class PipelineBuilder:
 
     @property
     def needs_vectors(self) -> bool:
+        if self.config.given_run:
+            return False
         return (self.config.retriever in ("dense", "hybrid", "sparse") and self.endpoint is None) or self.embeddings_endpoint
 
     # -- services -----------------------------------------------------------------------------
@@ -212,13 +214,23 @@ class PipelineBuilder:
         return DenseRetriever(self.corpus, encoder, self.cache, self.progress, exact=self.config.vectors.search == "exact",
                               hnsw=self.hnsw_settings(), encoder_location=location)
 
+    def given_run(self):
+        """The run file of --run as the system, read (and checked line by line) now, before any work."""
+        from irforge.pipeline.retrievers.given import GivenRunRetriever
+        from irforge.runs import read_run_file
+
+        return GivenRunRetriever(read_run_file(self.config.given.runs[0], self.config.given.run_format))
+
     def first_stage(self):
-        """Retrieval before any reranking: given candidates, a search endpoint, BM25, dense/sparse, or their fusion."""
+        """Retrieval before any reranking: given candidates, a run file, a search endpoint, BM25, dense/sparse, or
+        their fusion."""
         rerank = self.config.rerank
         if rerank.candidates is not None:
             from irforge.pipeline.retrievers.candidates import CandidatesRetriever
 
             return CandidatesRetriever(rerank.candidates, rerank.candidates_format)
+        if self.config.given_run:
+            return self.given_run()
         if self.search_endpoint:
             from irforge.endpoints.search import GrpcSearchRetriever, HttpSearchRetriever
 

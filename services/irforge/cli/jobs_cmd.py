@@ -162,6 +162,10 @@ def suite_job_spec(args: argparse.Namespace):
         raise _job_errors()[1](str(error)) from None
     if getattr(args, "split", None) is not None:
         raise _job_errors()[1]("--split goes with --dataset; a suite file gives its split (`split:`, per dataset too)")
+    if any(entry.run for entry in suite.entries):
+        raise _job_errors()[1](f"suite file {args.suite}: its datasets give `run:` files; a suite job does not take "
+                               "them yet: submit each dataset's run as its own job (--dataset D --run FILE), or "
+                               "run irforge bench --suite")
     members = tuple(SuiteMember(dataset=e.location, label=e.label, split=e.split) for e in suite.entries)
     base = PipelineConfig(split=suite.split)
     if suite.measures and getattr(args, "measures", None) is None:

@@ -12,11 +12,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from irforge.common.files import not_a_regular_file
-from irforge.data import DataFormatError, read_trec_run
+from irforge.data import DataFormatError
 from irforge.data.qrels import qrels_fingerprint
 from irforge.evaluator import EvaluationOptions, Evaluator
 from irforge.evaluator.measures import DEFAULT_MEASURES
 from irforge.results.reading import check_results, read_json_object
+from irforge.runs import read_run_file
 
 
 class ComparisonError(ValueError):
@@ -70,7 +71,7 @@ def load_run(path: str | Path, qrels, qrels_name: str, measures: list[str] | Non
     """A TREC run evaluated here, as `irforge eval` evaluates (qrels queries the run misses score 0)."""
     path = Path(path)
     try:
-        trec = read_trec_run(path)
+        trec = read_run_file(path)
     except DataFormatError:
         raise
     except OSError as error:
@@ -79,7 +80,8 @@ def load_run(path: str | Path, qrels, qrels_name: str, measures: list[str] | Non
     result = Evaluator().evaluate(qrels, trec.run, list(measures or DEFAULT_MEASURES), options)
     record = {
         "dataset": None, "split": None,
-        "retriever": {"name": "trec-run", "run_file": str(path), "tag": trec.tag},
+        "retriever": {"name": "trec-run", "run_file": str(path), "tag": trec.producer, "format": trec.format,
+                      "sha256": trec.sha256},
         "metrics": {name: result.aggregate[name] for name in result.measure_names},
         "per_query": result.per_query,
         "evaluation": {"measures": list(result.measure_names), "options": options.as_dict(),

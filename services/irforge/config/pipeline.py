@@ -26,8 +26,9 @@ K1_RANGE = (0.0, 10.0)
 B_RANGE = (0.0, 1.0)
 RRF_K_RANGE = (0.0, 1e6)
 HNSW_MINIMUMS = {"m": 2, "ef_construct": 4, "ef_search": 1}
-FLAGGED_POLICIES = ("leave", "second-judge", "label")
-CANDIDATE_FORMATS = ("auto", "trec", "top_ranked")   # irforge.pipeline.retrievers.candidates reads them   # irforge.judge.flagged.POLICIES (config imports no room)
+FLAGGED_POLICIES = ("leave", "second-judge", "label")   # irforge.judge.flagged.POLICIES (config imports no room)
+RUN_FORMATS = ("auto", "trec", "json", "tsv", "msmarco")   # irforge.runs.reading.RUN_FORMATS (config imports no room)
+CANDIDATE_FORMATS = ("auto", "top_ranked", *RUN_FORMATS[1:])   # irforge.pipeline.retrievers.candidates reads them
 
 
 def _weights(text: str) -> tuple[float, ...]:
@@ -160,8 +161,8 @@ class RerankConfig:
                                               "endpoint's key", metavar="VAR")
     depth: int = option(100, "--rerank-depth", "documents of the first stage reranked per query", check=at_least(1))
     candidates: str | None = option(
-        None, "--candidates", "rerank these candidates instead of retrieving (needs a reranker): a TREC run, or FollowIR/"
-        "MTEB's top_ranked.jsonl (in rank order); each query's top --rerank-depth are reranked, the rest keep the "
+        None, "--candidates", "rerank these candidates instead of retrieving (needs a reranker): a run file (any layout --run "
+        "reads) or FollowIR/MTEB's top_ranked.jsonl (in rank order); each query's top --rerank-depth are reranked, the rest keep the "
         "file's order below them. eval-instructions reranks a FollowIR collection's own top_ranked.jsonl without it",
         metavar="FILE")
     candidates_format: str = option("auto", "--candidates-format", "what --candidates holds (auto: told by its first "
@@ -242,6 +243,18 @@ class InstructionsConfig:
 
 
 @dataclass(frozen=True)
+class GivenRunsConfig:
+    """Runs made elsewhere (Pyserini, Anserini, a production stack) evaluated as the system: the
+    file's ranking of each query is scored as irforge's own retrievers' are."""
+    runs: tuple[str, ...] = option(
+        (), "--run", "a run file scored as the system instead of a retriever: TREC (qid Q0 docno rank score tag), "
+        "JSON {qid: {docno: score}} (Pyserini, Anserini, ranx), TSV (qid docno score) or MS MARCO (qid docno rank), "
+        "gzipped or not; no index is built", repeatable=True, key="runs", metavar="FILE")
+    run_format: str = option("auto", "--run-format", "the --run file's layout (default: found from its first line)",
+                         choices=RUN_FORMATS)
+
+
+@dataclass(frozen=True)
 class PipelineConfig:
     """One evaluation: what to evaluate (dataset, split), the system (retriever and its sections,
     endpoint, reranker), how it is scored, and where its parts run and keep their files."""
@@ -249,7 +262,7 @@ class PipelineConfig:
                           "dataset's name, e.g. beir/scifact (irforge datasets list)")
     split: str = option("test", "--split", "the qrels/<split>.tsv to evaluate")
     retriever: str = option("bm25", "--retriever", "bm25, dense (--model), hybrid (bm25 + dense, fused) or sparse "
-                            "(--model: a SparseEncoder, e.g. SPLADE); --endpoint replaces it", choices=RETRIEVERS)
+                            "(--model: a SparseEncoder, e.g. SPLADE); --endpoint or --run replaces it", choices=RETRIEVERS)
     top_k: int = option(1000, "--top-k", "documents retrieved per query", check=at_least(1))
     evaluation: EvaluationConfig = field(default_factory=EvaluationConfig)
     bm25: Bm25Config = field(default_factory=Bm25Config)
@@ -260,6 +273,7 @@ class PipelineConfig:
     rerank: RerankConfig = field(default_factory=RerankConfig)
     holes: HolesConfig = field(default_factory=HolesConfig)
     instructions: InstructionsConfig = field(default_factory=InstructionsConfig)
+    given: GivenRunsConfig = field(default_factory=GivenRunsConfig)
     stores: StoresConfig = field(default_factory=StoresConfig)
     services: ServicesConfig = field(default_factory=ServicesConfig)
 
@@ -267,8 +281,13 @@ class PipelineConfig:
     @property
     def sparse(self) -> bool:
         """A learned sparse first stage, or hybrid with one (an endpoint replaces the retriever)."""
-        return self.endpoint.spec is None and (
+        return self.endpoint.spec is None and not self.given_run and (
             self.retriever == "sparse" or (self.retriever == "hybrid" and self.fusion.hybrid_with == "sparse"))
+
+    @property
+    def given_run(self) -> bool:
+        """The system is a run file (--run), not one of irforge's retrievers."""
+        return bool(self.given.runs)
 
     @property
     def has_reranker(self) -> bool:

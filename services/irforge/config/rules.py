@@ -99,6 +99,10 @@ RULES: dict[str, Rule] = {
     "encoder_server": (_model_encoder, "no model encodes for this pipeline (--retriever dense, sparse or hybrid, no --endpoint)"),
 }
 ONLY_IN_INSTRUCTIONS = ("instruction_template", "robustness_k")
+RULES["run_format"] = (lambda c: c.given_run, "it names the layout of --run FILE")
+# With --run the file is the system: what would build or change a retriever has nothing to act on.
+SYSTEM_SECTIONS = ("bm25", "encoder", "vectors", "fusion", "endpoint", "rerank")
+NOT_WITH_A_RUN = "--run FILE is the system (its ranking is scored as it is): nothing here retrieves, encodes or reranks"
 # What chooses or configures a retrieving first stage: nothing retrieves when candidates are given.
 FIRST_STAGE_OPTIONS = ("retriever", "endpoint", "backend", "k1", "b", "language")
 GIVEN_CANDIDATES = ("the candidates (--candidates FILE, or a FollowIR collection's top_ranked.jsonl) are the first "
@@ -121,6 +125,8 @@ def validate(config: PipelineConfig, use: str = "eval") -> PipelineConfig:
 
 
 def _check_combinations(config: PipelineConfig, use: str) -> None:
+    if config.given_run:
+        _check_given_runs(config, use)
     if config.holes.depth is not None and (problem := flagged_problem(config.holes, use)):
         raise ConfigError(problem)
     if len(config.rerank.chosen) > 1:
@@ -138,6 +144,24 @@ def _check_combinations(config: PipelineConfig, use: str) -> None:
     if (config.vectors.backend == "elasticsearch" and not config.sparse and config.retriever in ("dense", "hybrid")
             and config.endpoint.spec is None):
         raise ConfigError(sparse_only(config.vectors.backend))
+
+
+def _check_given_runs(config: PipelineConfig, use: str) -> None:
+    if use == "eval-instructions":
+        raise ConfigError("--run is not available for instruction-following evaluation (one run per mode and "
+                          "dimension); score each run file with irforge metrics")
+    if len(config.given.runs) > 1:
+        # Fusion of given runs (irforge.fusion over any runs) is its own feature, not built here yet.
+        raise ConfigError(f"--run is given {len(config.given.runs)} times: scoring several runs as one system is "
+                          "fusion, which this build cannot do yet; give one --run (bench or compare the runs side by side)")
+    if not config.given.runs[0].strip():
+        raise ConfigError("--run needs a file")
+    given = changed(config)
+    flags = {leaf.info.name: leaf.info.flag for leaf in leaves(PipelineConfig)}
+    for leaf in leaves(PipelineConfig):
+        name = leaf.info.name
+        if name in given and not leaf.info.location and (name == "retriever" or leaf.path[0] in SYSTEM_SECTIONS):
+            raise ConfigError(f"{flags[name]} {_shown(given[name])} does not apply with --run: {NOT_WITH_A_RUN}")
 
 
 def flagged_problem(holes, use: str = "eval") -> str | None:

@@ -2,7 +2,7 @@
 
 from irforge.data.beir import BeirDataset, Document, Query, iter_corpus, iter_queries, read_beir_qrels
 from irforge.data.errors import DataFormatError
-from irforge.data.trec import read_trec_qrels, read_trec_run, write_trec_run
+from irforge.data.trec import read_trec_qrels, write_trec_run
 from irforge.data.types import Qrels, Run
 
 __all__ = [
@@ -16,6 +16,5 @@ __all__ = [
     "iter_queries",
     "read_beir_qrels",
     "read_trec_qrels",
-    "read_trec_run",
     "write_trec_run",
 ]

@@ -1,49 +1,18 @@
-"""TREC run and qrels files: readers that name file and line on bad input, an atomic run writer."""
+"""TREC qrels files: a reader that names file and line on bad input; TREC run files: the atomic
+writer (runs are read by irforge.runs.reading, the one reader of every run layout)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 from irforge.common.files import atomic_write
-from irforge.data.entries import EntryError, add_judgement, add_run_entry
+from irforge.data.entries import EntryError, add_judgement
 from irforge.data.errors import DataFormatError
 from irforge.data.qrels import parse_relevance
 from irforge.data.textfile import numbered_lines
-from irforge.data.types import Qrels, Run
+from irforge.data.types import Qrels
 from irforge.ranking import ranked
-
-
-@dataclass
-class TrecRun:
-    run: Run
-    tag: str
-
-
-def read_trec_run(path: str | Path) -> TrecRun:
-    """Read "qid Q0 docno rank score tag" lines; extra trailing columns are ignored (as trec_eval).
-
-    The rank column is not used: ranking always comes from the scores and the tie rule.
-    """
-    path = Path(path)
-    run: Run = {}
-    tag = ""
-    for line_number, line in numbered_lines(path, "run file"):
-        fields = line.split()
-        if len(fields) < 6:
-            raise DataFormatError(path, f"expected at least 6 fields (qid Q0 docno rank score tag), got {len(fields)}", line_number)
-        query_id, _, doc_id, _, raw_score, line_tag = fields[:6]
-        try:
-            score = float(raw_score)
-        except ValueError:
-            raise DataFormatError(path, f"score {raw_score!r} is not a number", line_number) from None
-        try:
-            add_run_entry(run, query_id, doc_id, score)
-        except EntryError as error:
-            raise DataFormatError(path, str(error), line_number) from None
-        tag = tag or line_tag
-    return TrecRun(run=run, tag=tag)
 
 
 def read_trec_qrels(path: str | Path) -> Qrels:

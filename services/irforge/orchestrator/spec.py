@@ -116,7 +116,8 @@ class JobSpec:
         values = {"pipeline.dataset": p.dataset, "pipeline.endpoint.spec": p.endpoint.spec,
                   "pipeline.rerank.endpoint": p.rerank.endpoint, "pipeline.rerank.candidates": p.rerank.candidates,
                   "pipeline.holes.judge": None if p.holes.judge == "embedded" else p.holes.judge,
-                  "pipeline.holes.thresholds": p.holes.thresholds, "output": self.output}
+                  "pipeline.holes.thresholds": p.holes.thresholds, "output": self.output,
+                  **{f"pipeline.given.runs[{n}]": run for n, run in enumerate(p.given.runs)}}
         return {name: value for name, value in values.items() if value}
 
     # -- validation ---------------------------------------------------------------------------
@@ -184,6 +185,8 @@ class JobSpec:
             bad("instructions", "a suite job runs BEIR datasets; run instruction-following folders one job each")
         if self.holes_depth:
             bad("pipeline.holes.depth", "hole filling is not available for suite jobs; run it on one dataset's job")
+        if self.pipeline.given_run:
+            bad("pipeline.given.runs", "a run file is one dataset's system: submit each dataset's run as its own job")
         if len(self.datasets) > MAX_SUITE_DATASETS:
             bad("datasets", f"{len(self.datasets)} datasets; a suite job runs at most {MAX_SUITE_DATASETS}")
         seen: dict[str, int] = {}

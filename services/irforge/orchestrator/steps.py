@@ -73,7 +73,9 @@ def plan_steps(spec: JobSpec, endpoint_kind: str = "") -> list[str]:
     if spec.instructions:
         return [EVALUATE]   # one step: see evaluate_instructions
     steps = []
-    if spec.pipeline.rerank.candidates is not None:
+    if spec.pipeline.given_run:
+        pass  # a run file is the system: nothing to index, `retrieve` reads the file
+    elif spec.pipeline.rerank.candidates is not None:
         pass  # the candidates are read from their file (the retrieve step): nothing to index
     elif endpoint_kind.startswith("search-"):
         pass  # the team's endpoint retrieves: nothing to index here

@@ -215,7 +215,11 @@ def share(recorder: LatencyRecorder, *parts) -> None:
 
 
 def latency_of(retriever) -> dict | None:
-    """results.json's `latency` for a retriever: None for one that records nothing (a stored run)."""
+    """results.json's `latency` for a retriever: None for one that records nothing (a stored run);
+    {"absent": why} for one that cannot (a run file given as the system was timed elsewhere)."""
+    absent = getattr(retriever, "latency_absent", None)
+    if isinstance(absent, str):
+        return {"absent": absent}
     recorder = getattr(retriever, "latency", None)
     return recorder.summary() if isinstance(recorder, LatencyRecorder) else None
 
@@ -224,6 +228,8 @@ def latency_lines(latency: dict | None) -> list[str]:
     """The printed summary of results.json's `latency` (eval's and eval-instructions' tables)."""
     if not latency:
         return []
+    if "absent" in latency:
+        return [f"latency: not measured ({latency['absent']})"]
 
     def figures(record: dict, unit: str) -> str:
         if not record.get("count"):
@@ -256,6 +262,8 @@ def merged_latency(summaries: list[dict | None]) -> dict | None:
     present = [summary for summary in summaries if summary]
     if not present:
         return None
+    if all("absent" in summary for summary in present):   # a run file as the system: nothing was timed
+        return present[0]
     record: dict = {"method": METHOD}
     answered = [summary["end_to_end"] for summary in present if "end_to_end" in summary]
     if len(answered) == 1:

@@ -7,6 +7,8 @@ from __future__ import annotations
 # Light on purpose (`import irforge` stays stdlib-only until called): latency_lines, which needs
 # numpy, is imported where a table is drawn.
 
+from pathlib import PurePath
+
 from irforge.results.cells import markdown_cell as _md, text_cell as _one
 
 
@@ -24,6 +26,9 @@ def describe_retriever(retriever: dict) -> str:
 def _describe(retriever: dict) -> str:
     if "first_stage" in retriever:
         return f"{_describe(retriever['first_stage'])} reranked (depth {retriever['rerank_depth']})"
+    if retriever["name"] == "given":
+        producer = f", {retriever['producer']}" if retriever.get("producer") else ""
+        return f"run file {PurePath(retriever['run_file']).name} ({retriever['format']}{producer})"
     if retriever["name"] == "bm25":
         language = retriever.get("language", "en")   # English, as every run before languages was
         shown = "" if language == "en" else f", language {language}"
@@ -82,6 +87,12 @@ def _eval_lines(results: dict) -> list[str]:
         lines.append(f"qrels problems: {problems['unknown_queries']} unknown queries, "
                      f"{problems['unknown_documents']} unknown documents")
     counts = results["counts"]
+    if counts.get("run_queries_not_in_split"):
+        lines.append(f"run file: {counts['run_queries_not_in_split']} of its {counts['run_queries']} queries are not "
+                     f"queries of the split, not scored (e.g. {', '.join(counts['run_queries_not_in_split_examples'][:3])})")
+    if counts.get("split_queries_not_in_run"):
+        lines.append(f"run file: {counts['split_queries_not_in_run']} queries of the split have no ranking in it, each "
+                     f"scores 0 (e.g. {', '.join(counts['split_queries_not_in_run_examples'][:3])})")
     if counts["documents_failed"]:
         lines.append(f"documents not indexed: {counts['documents_failed']} (see results.json counts.document_errors)")
     work = []
@@ -94,7 +105,8 @@ def _eval_lines(results: dict) -> list[str]:
         work.append("vectors reused" if counts["vectors_skipped"] else
                     f"{counts['documents_encoded']} documents encoded ({counts['documents_reused_from_cache']} from cache)")
     timings = results["timings"]
-    lines.append(f"{', '.join(work)} · index {timings['index_s']:.1f}s · retrieve {timings['retrieve_s']:.1f}s · "
+    done = f"{', '.join(work)} · " if work else ""   # a run file as the system indexed nothing
+    lines.append(f"{done}index {timings['index_s']:.1f}s · retrieve {timings['retrieve_s']:.1f}s · "
                  f"evaluate {timings['evaluate_s']:.1f}s")
     lines += latency_lines(results.get("latency"))  # results written before latency was recorded have none
     lines.append(f"wrote {_one(results['files']['run'])} and results.json")

@@ -1,9 +1,10 @@
 """Given candidates as the first stage: each query's documents read from a file instead of
 retrieved, for a reranker to reorder (BEIR's "rerank the BM25 top 100", FollowIR's top_ranked).
 
-- The file is a run (TREC's six columns: its scores and the tie rule rank it) or a top_ranked.jsonl
-  (irforge.runs.top_ranked: the list's order is the ranking). `format` "auto" tells them apart by
-  the first line.
+- The file is a run in any layout irforge.runs reads (TREC, Pyserini/Anserini/ranx JSON, TSV, MS
+  MARCO ranks: its scores and the tie rule rank it) or a top_ranked.jsonl (irforge.runs.top_ranked:
+  the list's order is the ranking). `format` "auto" tells them apart by the first line. A given
+  file is read when the retriever is made, before any model loads: a bad line fails at once.
 - `path` None: the dataset's own top_ranked.jsonl, found at prepare (FollowIR's protocol in
   eval-instructions, where every dimension brings its own).
 - prepare() checks every candidate is a document of the corpus (a reranker needs its text; a file
@@ -23,11 +24,11 @@ from irforge.data import BeirDataset
 from irforge.data.beir import _first_existing
 from irforge.data.errors import DataFormatError
 from irforge.data.textfile import numbered_lines, regular_input
-from irforge.data.trec import read_trec_run
 from irforge.data.types import Query, Run
 from irforge.pipeline.latency import LatencyRecorder
 from irforge.pipeline.retrievers.base import CorpusTracker
 from irforge.ranking import Ranking
+from irforge.runs import read_run_file
 from irforge.runs.top_ranked import FORMAT as TOP_RANKED, looks_like_top_ranked, read_top_ranked
 
 TOP_RANKED_FILE = "top_ranked.jsonl"
@@ -41,30 +42,28 @@ class CandidateSource:
     format: str
     sha256: str
     rankings: dict[str, Ranking]
-    tag: str | None = None        # a TREC run's tag (its producer, when the file says)
+    producer: str | None = None   # what the run file names as its producer (TREC's tag column)
     layout: str | None = None     # a top_ranked file's: mteb or followir
 
     def describe(self) -> dict:
         sizes = [len(ranking) for ranking in self.rankings.values()]
         return {"file": str(self.path.resolve()), "sha256": self.sha256, "format": self.format,
-                **({"tag": self.tag} if self.tag else {}), **({"layout": self.layout} if self.layout else {}),
+                **({"producer": self.producer} if self.producer else {}), **({"layout": self.layout} if self.layout else {}),
                 "queries": len(sizes), "candidates": sum(sizes), "most_per_query": max(sizes, default=0)}
 
 
 def read_candidates(path: str | Path, format: str = "auto") -> CandidateSource:
-    """The candidates in `path`: a TREC run or a top_ranked.jsonl (`format` auto: told by the first line)."""
+    """The candidates in `path`: a run file or a top_ranked.jsonl (`format` auto: told by the first line)."""
     path = regular_input(checked(path, "candidates file"), "candidates file")
     if format == "auto":
         _, first = next(numbered_lines(path, "candidates file"))
-        format = TOP_RANKED if looks_like_top_ranked(first) else "trec"
+        format = TOP_RANKED if looks_like_top_ranked(first) else "auto"
     if format == TOP_RANKED:
         top = read_top_ranked(path)
         return CandidateSource(path, format, file_sha256(path), top.rankings(), layout=top.layout)
-    if format != "trec":
-        raise ValueError(f"unknown candidates format {format!r}")
-    run = read_trec_run(path)
-    return CandidateSource(path, format, file_sha256(path), {q: Ranking.of(scores) for q, scores in run.run.items()},
-                           tag=run.tag or None)
+    given = read_run_file(path, format)
+    return CandidateSource(path, given.format, given.sha256, {q: Ranking.of(scores) for q, scores in given.run.items()},
+                           producer=given.producer or None)
 
 
 def dataset_top_ranked(dataset: BeirDataset) -> Path | None:
@@ -77,8 +76,7 @@ class CandidatesRetriever:
 
     def __init__(self, path: str | Path | None = None, format: str = "auto"):
         self.path = Path(path) if path is not None else None
-        self.format = format
-        self.source: CandidateSource | None = None
+        self.source: CandidateSource | None = read_candidates(path, format) if path is not None else None
         self._missing: list[Query] = []
         self.latency = LatencyRecorder()   # reading a file takes no time per query: the reranker's stages are timed
 
@@ -86,13 +84,13 @@ class CandidatesRetriever:
         self.latency = recorder
 
     def prepare(self, dataset: BeirDataset, fingerprint: str, tracker: CorpusTracker) -> None:
-        path = self.path
-        if path is None:
+        if self.path is None:   # the dataset's own, read for each dataset prepared (a dimension of a collection)
             path = dataset_top_ranked(dataset)
             if path is None:
                 raise DataFormatError(dataset.root, f"no {TOP_RANKED_FILE} here: the candidates to rerank are the "
                                                     "collection's own top_ranked file")
-        self.source = read_candidates(path, self.format if self.path is not None else TOP_RANKED)
+            self.source = read_candidates(path, TOP_RANKED)
+        path = self.source.path
         wanted = {doc_id for ranking in self.source.rankings.values() for doc_id in ranking.doc_ids.tolist()}
         for document in tracker.observe(dataset.corpus()):
             wanted.discard(document.doc_id)
