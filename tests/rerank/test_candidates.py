@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from irforge.cli.main import main
-from irforge.data import BeirDataset, read_trec_run
+from irforge.data import BeirDataset
+from irforge.runs import read_run_file
 
 QUERIES, DEPTH, TOP_K = 4, 5, 10   # 4 queries; the top 5 reranked, 5 more below them in BM25's order
 DOCS_TESTS = Path(__file__).resolve().parents[1] / "docs"
@@ -197,5 +198,5 @@ def test_bench_and_an_orchestrator_job_take_candidates(runs, rerank_spec, tmp_pa
         orchestrator.shutdown(wait=True)
     local, remote = read(tmp_path / "eval"), read(results_dir)
     assert remote["per_query"] == local["per_query"]
-    assert read_trec_run(results_dir / "run.trec").run == read_trec_run(tmp_path / "eval" / "run.trec").run
+    assert read_run_file(results_dir / "run.trec").run == read_run_file(tmp_path / "eval" / "run.trec").run
     assert remote["retriever"]["first_stage"]["candidates"]["sha256"] == hashlib.sha256(candidates.read_bytes()).hexdigest()
