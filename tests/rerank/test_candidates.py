@@ -200,3 +200,23 @@ def test_bench_and_an_orchestrator_job_take_candidates(runs, rerank_spec, tmp_pa
     assert remote["per_query"] == local["per_query"]
     assert read_run_file(results_dir / "run.trec").run == read_run_file(tmp_path / "eval" / "run.trec").run
     assert remote["retriever"]["first_stage"]["candidates"]["sha256"] == hashlib.sha256(candidates.read_bytes()).hexdigest()
+
+
+def test_suite_entries_give_each_dataset_its_candidates(runs, rerank_spec, tmp_path, capsys):
+    """`candidates:` per suite entry (relative to the suite file), all or none; --candidates fits one dataset."""
+    (tmp_path / "bm25.trec").write_bytes(runs["trec"].read_bytes())
+    suite = tmp_path / "suite.yaml"
+    flags = ["--reranker-endpoint", str(rerank_spec), "--rerank-depth", str(DEPTH)]
+    suite.write_text(f"datasets:\n  - {{path: {runs['dataset']}, label: a, candidates: bm25.trec}}\n")
+    assert main(["bench", "--suite", str(suite), "--out", str(tmp_path / "bench"), "--top-k", str(TOP_K), *flags]) == 0
+    eval_out = tmp_path / "eval"
+    assert main(eval_argv(runs["dataset"], eval_out, "--candidates", str(runs["trec"]), *flags)) == 0
+    assert read(tmp_path / "bench" / "a")["per_query"] == read(eval_out)["per_query"]
+    assert read(tmp_path / "bench" / "a")["retriever"]["first_stage"]["candidates"]["file"] == str(tmp_path / "bm25.trec")
+    suite.write_text(f"datasets:\n  - {{path: {runs['dataset']}, label: a, candidates: bm25.trec}}\n"
+                     f"  - {{path: {runs['dataset']}, label: b}}\n")
+    assert main(["bench", "--suite", str(suite), "--out", str(tmp_path / "bench2"), *flags]) == 2
+    assert "field 'datasets[1]': has no candidates" in capsys.readouterr().err
+    two = ["bench", "--dataset", str(runs["dataset"]), "--dataset", str(tmp_path / "bench" / "a"), "--out", str(tmp_path / "b3")]
+    assert main([*two, "--candidates", str(runs["trec"]), *flags]) == 2
+    assert "--candidates names one dataset's candidates, and the suite has 2 datasets" in capsys.readouterr().err
