@@ -199,3 +199,32 @@ def test_top_ranked_reader(tmp_path):
         path.write_text(jsonl(rows))
         with pytest.raises(DataFormatError, match=message):
             read_top_ranked(path)
+
+
+def test_an_orchestrator_job_follows_the_same_protocol(tmp_path, reranker, services_address):
+    """An instruction-following job reranks the collection's candidates as the command does (the one
+    builder), and refuses a retriever option at submission."""
+    from irforge.orchestrator.context import ServiceAddresses
+    from irforge.orchestrator.core import Orchestrator
+    from irforge.orchestrator.errors import JobSpecError
+    from irforge.orchestrator.spec import JobSpec
+
+    spec, _ = reranker
+    collection = followir(tmp_path / "core17")
+    local = run(collection, tmp_path / "out", tmp_path, "--reranker-endpoint", str(spec))
+    with pytest.raises(JobSpecError, match="--retriever dense does not apply here: the candidates"):
+        JobSpec.of(dataset=str(collection), instructions=True, reranker_endpoint=str(spec), retriever="dense",
+                   model="m").validate().check_paths()
+    orchestrator = Orchestrator(tmp_path / "state", ServiceAddresses(corpus=services_address, evaluator=services_address),
+                                cache_path=tmp_path / "cache.sqlite3", backoff_s=0.05, progress_interval_s=0.0).start()
+    try:
+        job_id = orchestrator.submit(JobSpec.of(dataset=str(collection), instructions=True, reranker_endpoint=str(spec)).validate())
+        for _ in orchestrator.watch(job_id):
+            pass
+        record = orchestrator.get(job_id)
+        assert record.state.value == "SUCCEEDED", record.error
+        job = json.loads((orchestrator.results_dir(job_id) / "results.json").read_text())
+    finally:
+        orchestrator.shutdown(wait=True)
+    assert job["per_query"] == local["per_query"] and job["metrics"] == local["metrics"]
+    assert job["dimensions"]["core17"]["data"]["top_ranked_used"] is True
