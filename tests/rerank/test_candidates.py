@@ -146,7 +146,7 @@ def test_bad_candidates_files_are_named(runs, tmp_path, capsys):
     spec = tmp_path / "rerank.yaml"
     spec.write_text("kind: rerank-http\nurl: http://127.0.0.1:9/v1\n")   # never called: the file fails first
     other = tmp_path / "other.trec"
-    other.write_text("q1 Q0 not-a-scifact-doc 1 2.0 x\n")
+    other.write_text(f"{runs['query_ids'][0]} Q0 not-a-scifact-doc 1 2.0 x\nq-elsewhere Q0 nor-this 1 2.0 x\n")
     bad = tmp_path / "bad.trec"
     bad.write_text("1 Q0 4983 1 2.0 x\n1 Q0 4983 2 1.0 x\n")
     for path, expected in ((other, f"{other}: 1 candidate documents are not in the corpus"),

@@ -7,8 +7,9 @@ retrieved, for a reranker to reorder (BEIR's "rerank the BM25 top 100", FollowIR
   file is read when the retriever is made, before any model loads: a bad line fails at once.
 - `path` None: the dataset's own top_ranked.jsonl, found at prepare (FollowIR's protocol in
   eval-instructions, where every dimension brings its own).
-- prepare() checks every candidate is a document of the corpus (a reranker needs its text; a file
-  made for another corpus is refused, naming it), streaming the corpus through the tracker once.
+- Every candidate of a query retrieved must be a document of the corpus (a reranker needs its
+  text; a file made for another corpus is refused, naming it): prepare() notes which are absent,
+  streaming the corpus through the tracker once, and retrieve() refuses the queries' that are.
 - A query of the split with no candidates retrieves nothing (it scores 0, counted and named), as a
   retriever that found nothing.
 """
@@ -78,6 +79,8 @@ class CandidatesRetriever:
         self.path = Path(path) if path is not None else None
         self.source: CandidateSource | None = read_candidates(path, format) if path is not None else None
         self._missing: list[Query] = []
+        self._absent: set[str] = set()
+        self._corpus: Path | None = None
         self.latency = LatencyRecorder()   # reading a file takes no time per query: the reranker's stages are timed
 
     def use_latency(self, recorder: LatencyRecorder) -> None:
@@ -90,27 +93,32 @@ class CandidatesRetriever:
                 raise DataFormatError(dataset.root, f"no {TOP_RANKED_FILE} here: the candidates to rerank are the "
                                                     "collection's own top_ranked file")
             self.source = read_candidates(path, TOP_RANKED)
-        path = self.source.path
-        wanted = {doc_id for ranking in self.source.rankings.values() for doc_id in ranking.doc_ids.tolist()}
+        absent = {doc_id for ranking in self.source.rankings.values() for doc_id in ranking.doc_ids.tolist()}
         for document in tracker.observe(dataset.corpus()):
-            wanted.discard(document.doc_id)
-        if wanted:
-            shown = ", ".join(repr(doc_id) for doc_id in sorted(wanted)[:EXAMPLES])
-            raise DataFormatError(path, f"{len(wanted)} candidate documents are not in the corpus {dataset.corpus_path} "
-                                        f"(e.g. {shown}): candidates made for another corpus? A reranker needs every "
-                                        "candidate's text")
+            absent.discard(document.doc_id)
+        # Refused when a query asks for them (retrieve): one file may serve the dimensions of a collection, each
+        # with its own corpus and queries.
+        self._absent = absent
+        self._corpus = dataset.corpus_path
 
     def retrieve(self, queries: list[Query], k: int) -> Run:
         if self.source is None:
             raise RuntimeError("prepare() first: it reads the candidates")
         run: Run = {}
         self._missing = []
+        absent: set[str] = set()
         for query in queries:
             ranking = self.source.rankings.get(query.query_id)
             if ranking is None or not len(ranking):
                 self._missing.append(query)
             else:
                 run[query.query_id] = ranking.head(k)
+                absent.update(doc_id for doc_id in run[query.query_id].doc_ids.tolist() if doc_id in self._absent)
+        if absent:
+            shown = ", ".join(repr(doc_id) for doc_id in sorted(absent)[:EXAMPLES])
+            raise DataFormatError(self.source.path, f"{len(absent)} candidate documents are not in the corpus {self._corpus} "
+                                                    f"(e.g. {shown}): candidates made for another corpus? A reranker "
+                                                    "needs every candidate's text")
         return run
 
     def describe(self) -> dict:
