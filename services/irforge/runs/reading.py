@@ -114,10 +114,12 @@ def _read_lines(path: Path, format: str) -> tuple[Run, str, int, str]:
         score = _number(path, raw_score, line_number, "rank" if format == "msmarco" else "score")
         if format == "msmarco":
             score = _rank_score(path, score, line_number)
+        if doc_id in run.get(query_id, ()):
+            raise _repeated(path, line_number, query_id, doc_id, trec)
         try:
             add_run_entry(run, query_id, doc_id, score)
         except EntryError as error:
-            raise _entry_error(path, error, line_number, query_id, doc_id, trec) from None
+            raise DataFormatError(path, str(error), line_number) from None
         line_count += 1
     if format == "tsv?":
         run, format = _ranks_or_scores(run)
@@ -148,16 +150,17 @@ def _ranks_or_scores(run: Run) -> tuple[Run, str]:
     return {query_id: {doc_id: 1.0 / rank for doc_id, rank in scores.items()} for query_id, scores in run.items()}, "msmarco"
 
 
-def _entry_error(path: Path, error: EntryError, line_number: int, query_id: str, doc_id: str, trec: bool) -> DataFormatError:
-    """A repeated (query, doc) names both lines: found again by a second pass, so the first pass
-    keeps no line numbers for millions of entries that are fine."""
-    if "appears twice" not in str(error):
-        return DataFormatError(path, str(error), line_number)
+def _repeated(path: Path, line_number: int, query_id: str, doc_id: str, trec: bool) -> DataFormatError:
+    """A (query, doc) given twice, naming both lines: refused even with equal scores (a run ranks a
+    document once per query; the evaluator's gRPC door refuses it in the same words). The first
+    line is found by a second pass, so the first keeps no line numbers for millions of good entries."""
+    first = ""
     for earlier, line in numbered_lines(path, _WHAT):
         fields = line.split()
-        if trec and fields[0] == query_id and fields[2] == doc_id or not trec and fields[:2] == [query_id, doc_id]:
-            return DataFormatError(path, f"{error} (first at line {earlier})", line_number)
-    return DataFormatError(path, str(error), line_number)
+        if (fields[0], fields[2] if trec else fields[1]) == (query_id, doc_id):
+            first = f" (first at line {earlier})"
+            break
+    return DataFormatError(path, f"document {doc_id!r} appears twice for query {query_id!r}{first}", line_number)
 
 
 def _read_json(path: Path) -> Run:
