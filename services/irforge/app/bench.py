@@ -38,9 +38,10 @@ class DatasetFailed(RuntimeError):
 
 def dataset_config(config: PipelineConfig, entry: SuiteEntry, measures: list[str]) -> PipelineConfig:
     """The system's configuration on one dataset of the suite: that dataset, split and measures, and
-    the entry's run file as the system when the suite gives one."""
+    the entry's run file as the system (or its candidates as the first stage) when the suite gives one."""
     given = dataclasses.replace(config.given, runs=(entry.run,)) if entry.run else config.given
-    return dataclasses.replace(config, dataset=str(entry.location), split=entry.split, given=given,
+    rerank = dataclasses.replace(config.rerank, candidates=entry.candidates) if entry.candidates else config.rerank
+    return dataclasses.replace(config, dataset=str(entry.location), split=entry.split, given=given, rerank=rerank,
                                evaluation=dataclasses.replace(config.evaluation, measures=tuple(measures)))
 
 
@@ -51,6 +52,12 @@ def check_given_runs(config: PipelineConfig, suite: Suite) -> None:
     if config.given.runs and len(suite.entries) > 1:
         raise SuiteError(f"--run names one dataset's run, and the suite has {len(suite.entries)} datasets: give each "
                          "its run in a suite file (datasets: [{path: ..., run: ...}], docs/bench.md)")
+    # The same for candidates: a file of one dataset's query ids.
+    if config.rerank.candidates and any(entry.candidates for entry in suite.entries):
+        raise SuiteError("--candidates and the suite file's `candidates:` entries both name the first stage: give one of them")
+    if config.rerank.candidates and len(suite.entries) > 1:
+        raise SuiteError(f"--candidates names one dataset's candidates, and the suite has {len(suite.entries)} datasets: "
+                         "give each its candidates in a suite file (datasets: [{path: ..., candidates: ...}], docs/bench.md)")
 
 
 def run_bench(config: PipelineConfig, suite: Suite, out: Path, measures: list[str], *,

@@ -78,12 +78,14 @@ def judge_choice(config: PipelineConfig) -> JudgeChoice:
                        flagged=holes.flagged, second_judge=holes.second_judge)
 
 
-def open_pipeline(config: PipelineConfig, stack: ExitStack):
-    """(retriever, evaluator, mode) for a checked configuration; what only a file can tell (an
-    endpoint spec's kind) is a UsageError here, before any work."""
+def open_pipeline(config: PipelineConfig, stack: ExitStack, collections=None):
+    """(retriever, evaluator, mode) for a checked configuration (`collections`: instruction-following
+    ones, whose own candidates a reranker may rerank); what only a file can tell (an endpoint spec's
+    kind, a collection's top_ranked.jsonl) is a UsageError here, before any work."""
     try:
         builder = PipelineBuilder(config, stack)
-        return builder.retriever(), builder.evaluator, builder.mode()
+        retriever = builder.retriever() if collections is None else builder.instruction_retriever(collections)
+        return retriever, builder.evaluator, builder.mode()
     except ValueError as error:
         raise UsageError(str(error)) from None
 
@@ -109,7 +111,8 @@ def evaluate(config: PipelineConfig, out: str | Path) -> Results:
 
 def evaluate_instructions(config: PipelineConfig, out: str | Path) -> Results:
     """Instruction-following evaluation as `irforge eval-instructions`: every mode of every query
-    retrieved over the full corpus, one run per mode and dimension, results.json (with `config`)."""
+    retrieved over the full corpus (or, with a reranker, the given or the collection's own
+    candidates reranked: FollowIR's protocol), one run per mode and dimension, results.json (with `config`)."""
     from irforge.instructions.collection import open_instruction_collections
     from irforge.instructions.job import InstructionJob, InstructionJobSpec
     from irforge.instructions.queries import InstructionTemplate
@@ -123,7 +126,7 @@ def evaluate_instructions(config: PipelineConfig, out: str | Path) -> Results:
                               robustness_k=config.instructions.robustness_k, config=recorded(config))
     collections = open_instruction_collections(config.dataset, config.split)  # a bad folder fails before any model loads
     with ExitStack() as stack:
-        retriever, evaluator, mode = open_pipeline(config, stack)
+        retriever, evaluator, mode = open_pipeline(config, stack, collections)
         with OutputSet(out) as staging:
             job = InstructionJob(dataclasses.replace(spec, out_dir=staging), retriever, evaluator, mode,
                                  collections=collections, announce=lambda line: print(line, file=sys.stderr, flush=True))

@@ -13,7 +13,8 @@ from irforge.common.files import read_yaml
 from irforge.evaluator.measures import MeasureError, parse_measures
 
 SUITE_FIELDS = ("name", "split", "measures", "datasets")
-ENTRY_FIELDS = ("path", "name", "label", "split", "run")   # run: a run file as the system there (irforge eval --run)
+# run: a run file as the system there (irforge eval --run); candidates: what the system's reranker reranks there (--candidates)
+ENTRY_FIELDS = ("path", "name", "label", "split", "run", "candidates")
 # A label is one folder name in OUT: no separators, no hidden or temporary names, not the suite's own files.
 LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
 RESERVED_LABELS = ("suite.json", "suite.md")
@@ -30,6 +31,7 @@ class SuiteEntry:
     split: str
     location: str     # what to pass to `irforge eval --dataset`: `dataset`, or a folder relative to the suite file resolved
     run: str | None = None   # a run file scored as the system on this dataset (`irforge eval --run`), resolved like `path`
+    candidates: str | None = None   # the first stage reranked on this dataset (`irforge eval --candidates`), resolved like `path`
 
 
 @dataclass(frozen=True)
@@ -86,6 +88,11 @@ def load_suite(path: str | Path) -> Suite:
         # One suite, one system: a dataset without a run would be scored by another system (the flags' retriever).
         bad(f"datasets[{with_runs.index(False)}]", "has no run: when entries give `run:` (the system's run on that "
             "dataset), every entry gives one")
+    with_candidates = [entry.candidates is not None for entry in entries]
+    if any(with_candidates) and not all(with_candidates):
+        # One system: a dataset without candidates would be reranked over another first stage (the flags' retriever).
+        bad(f"datasets[{with_candidates.index(False)}]", "has no candidates: when entries give `candidates:` (what "
+            "the system reranks on that dataset), every entry gives them")
     _check_labels(entries, [f"datasets[{n}]" for n in range(len(entries))], f"suite file {path}: ")
     return Suite(name=name, split=split, measures=measures, entries=entries)
 
@@ -117,12 +124,13 @@ def _entry(item, where: str, split: str, base: Path, bad) -> SuiteEntry:
     else:
         given = location = _text(item, "name", "", bad, f"{where}.")
     label = _text(item, "label", label_for(given), bad, f"{where}.")
-    run = None
-    if "run" in item:
-        run = _text(item, "run", "", bad, f"{where}.")
-        run = run if Path(run).is_absolute() else str(base / run)
+    files = {}
+    for field in ("run", "candidates"):
+        if field in item:
+            value = _text(item, field, "", bad, f"{where}.")
+            files[field] = value if Path(value).is_absolute() else str(base / value)
     return SuiteEntry(dataset=given, label=label, split=_text(item, "split", split, bad, f"{where}."), location=location,
-                      run=run)
+                      **files)
 
 
 def _check_labels(entries: tuple[SuiteEntry, ...], places: list[str], prefix: str) -> None:

@@ -9,13 +9,14 @@ once per builder and closed with the caller's ExitStack.
 
 from __future__ import annotations
 
+import dataclasses
 from contextlib import ExitStack
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
 from irforge.common.progress import ProgressFactory, tqdm_progress
-from irforge.config import ConfigError, PipelineConfig
+from irforge.config import ConfigError, PipelineConfig, validate
 from irforge.config.pipeline import DEFAULT_MODEL, EncoderConfig, StoresConfig
 from irforge.config.rules import sparse_only
 
@@ -232,7 +233,7 @@ class PipelineBuilder:
         """The run file of --run as the system, read (and checked line by line) now, before any work;
         several --run files fused (irforge.fusion) into one system, weighted in their order."""
         from irforge.pipeline.retrievers.given import GivenRunRetriever
-        from irforge.runs import read_run_file
+        from irforge.runs import read_run_file, run_labels
 
         given = self.config.given
         retrievers = [GivenRunRetriever(read_run_file(path, given.run_format)) for path in given.runs]
@@ -244,7 +245,13 @@ class PipelineBuilder:
                               self.weight_tuning())
 
     def first_stage(self):
-        """Retrieval before any reranking: a run file, a search endpoint, BM25, dense/sparse, or their fusion."""
+        """Retrieval before any reranking: given candidates, a run file, a search endpoint, BM25, dense/sparse, or
+        their fusion."""
+        rerank = self.config.rerank
+        if rerank.candidates is not None:
+            from irforge.pipeline.retrievers.candidates import CandidatesRetriever
+
+            return CandidatesRetriever(rerank.candidates, rerank.candidates_format)
         if self.config.given_run:
             return self.given_run()
         if self.search_endpoint:
@@ -299,6 +306,17 @@ class PipelineBuilder:
 
         return RerankingRetriever(first, reranker, depth=self.config.rerank.depth, progress=self.progress)
 
+    def instruction_retriever(self, collections, use: str = "eval-instructions"):
+        """eval-instructions' retriever: FollowIR's protocol when the collections bring their own
+        candidates (collection_candidates), those reranked in every mode; else retriever()."""
+        if not collection_candidates(self.config, collections, use):
+            return self.retriever()
+        from irforge.pipeline.retrievers.candidates import CandidatesRetriever
+        from irforge.pipeline.retrievers.rerank import RerankingRetriever
+
+        return RerankingRetriever(CandidatesRetriever(), self.reranker(), depth=self.config.rerank.depth,
+                                  progress=self.progress)
+
     def mode(self) -> str:
         """Where the parts ran, as results.json records it."""
         addresses = {"corpus": self.placement.corpus, "evaluator": self.placement.evaluator}
@@ -309,15 +327,23 @@ class PipelineBuilder:
         return " ".join(f"{role}={address or 'in-process'}" for role, address in addresses.items())
 
 
-def run_labels(paths) -> list[str]:
-    """Each fused run's name in results.json and the printed weights: the shortest tail of its path
-    that tells it from the others (`run.trec` alone, or `bm25/run.trec` beside `dense/run.trec`)."""
-    parts = [Path(path).parts for path in paths]
-    for depth in range(1, max(len(p) for p in parts) + 1):
-        labels = ["/".join(p[-depth:]) for p in parts]
-        if len(set(labels)) == len(labels):
-            return labels
-    return [f"{n}:{label}" for n, label in enumerate(labels, start=1)]   # the same file given twice
+def collection_candidates(config: PipelineConfig, collections, use: str = "eval-instructions") -> bool:
+    """Whether instruction-following collections are evaluated as FollowIR publishes them: a reranker,
+    no --candidates, and a top_ranked.jsonl in every dimension, whose candidates are reranked per
+    mode instead of retrieving over the full corpus. The options of a retrieving first stage are
+    then refused as with --candidates; top_ranked in some dimensions only is refused."""
+    if not config.has_reranker or config.rerank.candidates is not None:
+        return False
+    having = [collection.dimension for collection in collections if collection.top_ranked_path is not None]
+    if not having:
+        return False
+    if len(having) < len(collections):
+        lacking = [collection.dimension for collection in collections if collection.top_ranked_path is None]
+        raise ConfigError(f"top_ranked.jsonl in {', '.join(having)} but not in {', '.join(lacking)}: with a reranker, "
+                          "FollowIR's protocol reranks every dimension's own candidates; give every dimension one, or "
+                          "--candidates FILE for all")
+    validate(dataclasses.replace(config, rerank=dataclasses.replace(config.rerank, candidates="top_ranked.jsonl")), use)
+    return True
 
 
 def encoder_spec(encoder: EncoderConfig):
@@ -360,4 +386,5 @@ def local_encoder(spec, use_ray: bool, stack: ExitStack, sparse: bool = False, m
     return EncoderCore(spec), "in-process"
 
 
-__all__ = ["DEFAULT_MODEL", "Placement", "missing_service", "PipelineBuilder", "encoder_spec", "local_encoder", "vector_backend"]
+__all__ = ["DEFAULT_MODEL", "Placement", "missing_service", "PipelineBuilder", "collection_candidates", "encoder_spec",
+           "local_encoder", "vector_backend"]

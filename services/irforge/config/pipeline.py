@@ -33,6 +33,7 @@ RRF_K_RANGE = (0.0, 1e6)
 HNSW_MINIMUMS = {"m": 2, "ef_construct": 4, "ef_search": 1}
 FLAGGED_POLICIES = ("leave", "second-judge", "label")   # irforge.judge.flagged.POLICIES (config imports no room)
 RUN_FORMATS = ("auto", "trec", "json", "tsv", "msmarco")   # irforge.runs.reading.RUN_FORMATS (config imports no room)
+CANDIDATE_FORMATS = ("auto", "top_ranked", *RUN_FORMATS[1:])   # irforge.pipeline.retrievers.candidates reads them
 
 
 def _weights(text: str) -> tuple[float, ...]:
@@ -196,6 +197,13 @@ class RerankConfig:
     listwise_api_key_env: str | None = option(None, "--listwise-api-key-env", "environment variable holding the chat "
                                               "endpoint's key", metavar="VAR")
     depth: int = option(100, "--rerank-depth", "documents of the first stage reranked per query", check=at_least(1))
+    candidates: str | None = option(
+        None, "--candidates", "rerank these candidates instead of retrieving (needs a reranker): a run file (any layout --run "
+        "reads) or FollowIR/MTEB's top_ranked.jsonl (in rank order); each query's top --rerank-depth are reranked, the rest keep the "
+        "file's order below them. eval-instructions reranks a FollowIR collection's own top_ranked.jsonl without it",
+        metavar="FILE")
+    candidates_format: str = option("auto", "--candidates-format", "what --candidates holds (auto: told by its first "
+                                    "line)", choices=CANDIDATE_FORMATS)
 
     @property
     def chosen(self) -> list[str]:

@@ -28,6 +28,8 @@ Rule = tuple[Callable[[PipelineConfig], bool], str]
 
 
 def _bm25(c: PipelineConfig) -> bool:
+    if c.rerank.candidates is not None:
+        return False
     return c.retriever == "hybrid" or (c.retriever == "bm25" and c.endpoint.spec is None)
 
 
@@ -104,6 +106,7 @@ RULES: dict[str, Rule] = {
     **{name: OVERRIDES_AN_ENDPOINT for name in ("endpoint_url", "endpoint_model", "endpoint_batch_size",
                                                 "endpoint_max_concurrency", "endpoint_request_budget")},
     "rerank_depth": (lambda c: c.has_reranker, "nothing reranks (--reranker, --reranker-endpoint or --listwise-llm)"),
+    "candidates_format": (lambda c: c.rerank.candidates is not None, "it says what --candidates FILE holds"),
     "listwise_model": (lambda c: c.rerank.listwise_llm is not None, "it names --listwise-llm's model"),
     "listwise_api_key_env": (lambda c: c.rerank.listwise_llm is not None, "it is --listwise-llm's key"),
     "judge": (lambda c: c.holes.depth is not None, "the judge fills holes: give --fill-holes K"),
@@ -123,6 +126,10 @@ RULES["run_format"] = (lambda c: c.given_run, "it names the layout of --run FILE
 # With --run the file is the system: what would build or change a retriever has nothing to act on.
 SYSTEM_SECTIONS = ("bm25", "encoder", "vectors", "fusion", "endpoint", "rerank")
 NOT_WITH_A_RUN = "--run FILE is the system (its ranking is scored as it is): nothing here retrieves, encodes or reranks"
+# What chooses or configures a retrieving first stage: nothing retrieves when candidates are given.
+FIRST_STAGE_OPTIONS = ("retriever", "endpoint", "backend", "k1", "b", "language")
+GIVEN_CANDIDATES = ("the candidates (--candidates FILE, or a FollowIR collection's top_ranked.jsonl) are the first "
+                    "stage: nothing is retrieved")
 
 
 def validate(config: PipelineConfig, use: str = "eval") -> PipelineConfig:
@@ -147,6 +154,9 @@ def _check_combinations(config: PipelineConfig, use: str) -> None:
         raise ConfigError(problem)
     if len(config.rerank.chosen) > 1:
         raise ConfigError("choose one of --reranker, --reranker-endpoint, --listwise-llm")
+    if config.rerank.candidates is not None and not config.has_reranker:
+        raise ConfigError(f"--candidates {config.rerank.candidates} needs a reranker (--reranker, --reranker-endpoint or "
+                          "--listwise-llm): the candidates are the first stage it reorders")
     if config.rerank.listwise_llm and not config.rerank.listwise_model:
         raise ConfigError("--listwise-llm needs --listwise-model")
     if _fusing(config):
@@ -232,6 +242,8 @@ def _refuse_what_does_not_apply(config: PipelineConfig, use: str) -> None:
                               "not to irforge eval")
         if name == "fill_holes" and use == "eval-instructions":
             raise ConfigError("--fill-holes is not available for instruction-following evaluation")
+        if name in FIRST_STAGE_OPTIONS and config.rerank.candidates is not None:
+            raise ConfigError(f"{flags[name]} {_shown(value)} does not apply here: {GIVEN_CANDIDATES}")
         rule = RULES.get(name)
         if rule is not None and not rule[0](config):
             raise ConfigError(f"{flags[name]} {_shown(value)} does not apply here: {rule[1]}")

@@ -1,6 +1,7 @@
 """`irforge eval-instructions` as a job: for every dimension of an instruction-following folder,
 prepare the retriever's index over its corpus, retrieve every mode of every query over the FULL
-corpus, write one TREC run per mode, evaluate each mode against its own qrels (the evaluator, as
+corpus (or rerank its given candidates, FollowIR's protocol: the retriever is then a reranker over
+irforge.pipeline.retrievers.candidates), write one TREC run per mode, evaluate each mode against its own qrels (the evaluator, as
 `irforge eval` does), and compute the instruction-following metrics from the same runs.
 
 Like EvalJob, it takes a retriever and an evaluator client, so it runs in-process, on remote
@@ -28,11 +29,13 @@ from irforge.instructions.queries import InstructionTemplate, mode_queries
 from irforge.pipeline.eval_job import VERSIONED_PACKAGES, EvaluatorClient
 from irforge.pipeline.latency import latency_of
 from irforge.pipeline.retrievers import CorpusTracker, Retriever
+from irforge.pipeline.retrievers.candidates import CandidatesRetriever
 
 DEFAULT_INSTRUCTION_MEASURES = ("nDCG@10",)
 DEFINITIONS = {
     "modes": "og = the query alone (or with its original instruction), changed = instructed, "
-             "reversed = reversely instructed; every mode retrieved over the full corpus",
+             "reversed = reversely instructed; every mode retrieved over the full corpus, or its candidates reranked "
+             "(evaluation.first_stage)",
     "rank_of_a_missing_document": "length of the returned list + 1, score 0",
     "gold_documents": "relevant (label >= 1) in both the og and the changed qrels",
     "p-MRR": "FollowIR: documents judged in og whose changed label differs (missing = 0); per document "
@@ -78,6 +81,16 @@ def dimension_counts(before: dict, after: dict) -> dict:
     def per_dimension(key: str) -> bool:
         return key.startswith(("queries_", "rerank_")) and isinstance(after[key], int) and not isinstance(after[key], bool)
     return {key: after[key] - before.get(key, 0) if per_dimension(key) else after[key] for key in after}
+
+
+def first_stage(retriever) -> str:
+    """How each mode's documents were found, as results.json's evaluation.first_stage says it."""
+    stage = getattr(retriever, "first_stage", None)
+    if not isinstance(stage, CandidatesRetriever):
+        return "every mode retrieved over the full corpus"
+    given = "the collection's own top_ranked.jsonl" if stage.path is None else f"--candidates {stage.path}"
+    return (f"every mode reranks each query's candidates from {given} (FollowIR's protocol): the same candidates in "
+            "every mode, reranked with that mode's text; a query without candidates retrieves nothing")
 
 
 def without_identical_ids(run: Run) -> Run:
@@ -189,6 +202,7 @@ class InstructionJob:
                 "qrels_problems": problems,
                 "collection_problems": collection.problems(),
                 "top_ranked": str(collection.top_ranked_path) if collection.top_ranked_path else None,
+                "top_ranked_used": _reranks_own_candidates(self.retriever),
             },
         }
 
@@ -227,6 +241,7 @@ class InstructionJob:
                 "options": EvaluationOptions(drop_identical_ids=spec.drop_identical_ids, complete=True).as_dict(),
                 "tie_rule": "score descending, then document id descending (trec_eval)",
                 "identical_ids": "dropped" if spec.drop_identical_ids else "kept",
+                "first_stage": first_stage(self.retriever),
                 "definitions": DEFINITIONS,
             },
             "timings": self.timings,
@@ -236,6 +251,11 @@ class InstructionJob:
             "files": {"runs": {dim: d["files"] for dim, d in dimensions.items()}},
             "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         }
+
+
+def _reranks_own_candidates(retriever) -> bool:
+    stage = getattr(retriever, "first_stage", None)
+    return isinstance(stage, CandidatesRetriever) and stage.path is None
 
 
 def run_files(results: dict) -> list[str]:

@@ -149,6 +149,9 @@ class StepContext:
     def reranker(self):
         return self._built(self.builder.reranker)
 
+    def instruction_retriever(self, collections):
+        return self._built(lambda: self.builder.instruction_retriever(collections, use="job"))
+
     def _closing(self, client):
         self.stack.callback(client.close)
         return client

@@ -4,7 +4,7 @@ job has: where to copy its results, sharded encoding, a name, instruction-follow
 datasets. Built from flags, from a YAML file or from the proto (irforge.orchestrator.spec_files);
 validated before any work starts.
 
-Paths (dataset, endpoint, judge, thresholds, output) are on the orchestrator's filesystem: the
+Paths (dataset, endpoint, candidates, judge, thresholds, output) are on the orchestrator's filesystem: the
 job runs there. Options that configure the services (their addresses, stores, backends, the
 encoder's prefixes, sequence length, device...) are refused: a job names the model and the
 services answer with its full identity (JOB_REFUSED lists them).
@@ -114,7 +114,7 @@ class JobSpec:
         """The files and folders the spec names, by field (those given)."""
         p = self.pipeline
         values = {"pipeline.dataset": p.dataset, "pipeline.endpoint.spec": p.endpoint.spec,
-                  "pipeline.rerank.endpoint": p.rerank.endpoint,
+                  "pipeline.rerank.endpoint": p.rerank.endpoint, "pipeline.rerank.candidates": p.rerank.candidates,
                   "pipeline.holes.judge": None if p.holes.judge == "embedded" else p.holes.judge,
                   "pipeline.holes.thresholds": p.holes.thresholds, "output": self.output,
                   **{f"pipeline.given.runs[{n}]": run for n, run in enumerate(p.given.runs)}}
@@ -270,10 +270,16 @@ class JobSpec:
         from irforge.data.errors import DataFormatError
         from irforge.instructions.collection import open_instruction_collections
 
+        from irforge.builder.pipeline import collection_candidates
+
         try:
-            open_instruction_collections(self.dataset, self.split)
+            collections = open_instruction_collections(self.dataset, self.split)
         except (OutsideAllowedRoots, DataFormatError) as error:
             raise JobSpecError(f"job spec field 'pipeline.dataset': {error}") from None
+        try:   # a FollowIR folder with a reranker reranks its own candidates: retriever options are refused now
+            collection_candidates(self.pipeline, collections, "job")
+        except ConfigError as error:
+            raise config_error(error) from None
 
     def _open_files_inside(self) -> None:
         """What the job will open, each through the allowed-roots check (see check_paths)."""

@@ -75,6 +75,8 @@ def plan_steps(spec: JobSpec, endpoint_kind: str = "") -> list[str]:
     steps = []
     if spec.pipeline.given_run:
         pass  # a run file is the system: nothing to index, `retrieve` reads the file
+    elif spec.pipeline.rerank.candidates is not None:
+        pass  # the candidates are read from their file (the retrieve step): nothing to index
     elif endpoint_kind.startswith("search-"):
         pass  # the team's endpoint retrieves: nothing to index here
     elif endpoint_kind == "openai-embeddings":  # as `irforge eval --endpoint`: the endpoint is the dense encoder
@@ -323,22 +325,22 @@ def evaluate_instructions(ctx: StepContext) -> dict:
     """An instruction-following job in one step, as `irforge eval-instructions` runs it over the
     services: per dimension, index (reused when READY), retrieve every mode, evaluate. A step that
     stops midway is redone whole on resume; the indexes it finished are found READY then."""
+    from irforge.instructions.collection import open_instruction_collections
     from irforge.instructions.job import InstructionJob, InstructionJobSpec
     from irforge.instructions.queries import InstructionTemplate
-    from irforge.pipeline.retrievers.rerank import RerankingRetriever
 
     spec, out_dir = ctx.spec, ctx.results_dir
     config = spec.pipeline
-    retriever = ctx.first_stage()
-    if spec.has_reranker:
-        retriever = RerankingRetriever(retriever, ctx.reranker(), depth=config.rerank.depth, progress=ctx.progress)
+    collections = open_instruction_collections(spec.dataset, spec.split)
+    # As `irforge eval-instructions` builds it: reranking the collection's own candidates when it brings them.
+    retriever = ctx.instruction_retriever(collections)
     job_spec = InstructionJobSpec(collection=Path(spec.dataset), out_dir=out_dir, split=spec.split, top_k=config.top_k,
                                   measures=spec.measures, template=InstructionTemplate(config.instructions.template),
                                   drop_identical_ids=not config.evaluation.keep_identical_ids,
                                   robustness_k=config.instructions.robustness_k, config=recorded(config))
     # Two jobs on one folder would build the same indexes at once (the corpus service refuses a second writer).
     with ctx.lock(f"instructions:{Path(spec.dataset).resolve()}"), OutputSet(out_dir) as staging:
-        job = InstructionJob(replace(job_spec, out_dir=staging), retriever, ctx.evaluator, ctx.mode)
+        job = InstructionJob(replace(job_spec, out_dir=staging), retriever, ctx.evaluator, ctx.mode, collections=collections)
         results = job.evaluate()
         results["job_id"] = ctx.job_id
         write_json_atomic(staging / "results.json", results)

@@ -219,3 +219,15 @@ def _counted(keys: list[str]) -> Iterator[tuple[str, int]]:
 
 
 __all__ = ["RUN_FORMATS", "GivenRun", "read_run_file"]
+
+
+def run_labels(paths) -> list[str]:
+    """Each fused run's name in results.json and the printed weights: the shortest tail of its path
+    that tells it from the others (`run.trec` alone, or `bm25/run.trec` beside `dense/run.trec`)."""
+    parts = [Path(path).parts for path in paths]
+    for depth in range(1, max(len(p) for p in parts) + 1):
+        labels = ["/".join(p[-depth:]) for p in parts]
+        if len(set(labels)) == len(labels):
+            return labels
+    return [f"{n}:{label}" for n, label in enumerate(labels, start=1)]   # the same file given twice
+
