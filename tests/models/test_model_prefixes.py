@@ -89,11 +89,15 @@ def test_a_folder_without_prompts_keeps_its_identity_and_no_prefix(original):
     assert default.identity_key == EncoderCore(EncoderSpec("all-MiniLM-L6-v2", query_prefix="", passage_prefix="")).identity_key
 
 
-def test_a_document_prompt_named_passage_wins_over_document(prompted_folder, tmp_path):
-    folder = tmp_path / "both"
+@pytest.mark.parametrize(("prompts", "passage"), [
+    ({"query": "Q: ", "passage": "P: ", "document": "D: ", "corpus": "C: "}, "D: "),   # encode_document's order
+    ({"query": "Q: ", "corpus": "C: ", "passage": "P: "}, "P: "),
+    ({"query": "Q: ", "corpus": "C: "}, "C: "),
+])
+def test_the_document_prompt_is_chosen_as_sentence_transformers_does(prompted_folder, tmp_path, prompts, passage):
+    folder = tmp_path / "other-prompts"
     shutil.copytree(prompted_folder, folder)
     config = folder / "config_sentence_transformers.json"
-    config.write_text(json.dumps({**json.loads(config.read_text()),
-                                  "prompts": {"query": "Q: ", "passage": "P: ", "document": "D: "}}))
+    config.write_text(json.dumps({**json.loads(config.read_text()), "prompts": prompts}))
     core = EncoderCore(EncoderSpec(str(folder)))
-    assert (core.query_prefix, core.passage_prefix) == ("Q: ", "P: ")
+    assert (core.query_prefix, core.passage_prefix) == ("Q: ", passage)

