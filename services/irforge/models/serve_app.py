@@ -35,8 +35,8 @@ log = logging.getLogger(__name__)
 # Keys `app` accepts, with their defaults. Anything else is a typo in the chart values or the
 # Serve config, reported by name rather than silently ignored.
 SPEC_ARGS = {
-    "model": "sentence-transformers/all-MiniLM-L6-v2", "revision": None, "query_prefix": "",
-    "passage_prefix": "", "normalize": True, "max_seq_length": None, "batch_size": 64,
+    "model": "sentence-transformers/all-MiniLM-L6-v2", "revision": None, "query_prefix": None,
+    "passage_prefix": None, "normalize": True, "max_seq_length": None, "batch_size": 64,
     "device": None, "precision": "float32",
 }
 # What kind of model `model` is: "dense" (SentenceTransformer) or "sparse" (SparseEncoder, SPLADE,

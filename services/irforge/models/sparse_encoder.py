@@ -27,6 +27,9 @@ class SparseEncoderCore:
         self.max_active_dims = max_active_dims
         source, self.name, self.revision = resolve_model(spec)
         self.model = _shared_model(source, self.revision, spec, lambda: self._load(source), kind="sparse")
+        # SparseEncoder.encode_query/encode_document already add the model's own prompts: a prefix
+        # irforge adds is only the one given (None: none), as before prefixes had a model default.
+        self.query_prefix, self.passage_prefix = spec.query_prefix or "", spec.passage_prefix or ""
         # The output dimension is the vocabulary (SPLADE's MLM head); ask the model, not the config.
         self.dimension = int(self._encode(["a"], TextRole.QUERY).shape[1])
 
@@ -47,8 +50,8 @@ class SparseEncoderCore:
     def identity(self) -> dict:
         """Everything that changes a sparse vector; keys the cache and sparse collections."""
         return {
-            "kind": self.kind, "model": self.name, "revision": self.revision, "query_prefix": self.spec.query_prefix,
-            "passage_prefix": self.spec.passage_prefix, "max_seq_length": int(self.model.max_seq_length),
+            "kind": self.kind, "model": self.name, "revision": self.revision, "query_prefix": self.query_prefix,
+            "passage_prefix": self.passage_prefix, "max_seq_length": int(self.model.max_seq_length),
             "max_active_dims": self.max_active_dims, "vocabulary": self.dimension,
         }
 
@@ -62,7 +65,7 @@ class SparseEncoderCore:
                 "batch_size": self.spec.batch_size, "spec": spec}
 
     def _encode(self, texts: list[str], role: TextRole):
-        prefix = self.spec.query_prefix if role == TextRole.QUERY else self.spec.passage_prefix
+        prefix = self.query_prefix if role == TextRole.QUERY else self.passage_prefix
         method = self.model.encode_query if role == TextRole.QUERY else self.model.encode_document
         return method([prefix + text for text in texts], batch_size=self.spec.batch_size, show_progress_bar=False,
                       convert_to_sparse_tensor=True, max_active_dims=self.max_active_dims)

@@ -25,9 +25,10 @@ def encoder_flags(spec: EncoderSpec) -> list[str]:
     flags = [f"--model={spec.model}", f"--encode-batch-size={spec.batch_size}", f"--precision={spec.precision}"]
     if spec.revision:
         flags.append(f"--model-revision={spec.revision}")
-    if spec.query_prefix:
+    # None (the model's own) sends no flag; "" (none) is sent: the model's own may not be empty.
+    if spec.query_prefix is not None:
         flags.append(f"--query-prefix={spec.query_prefix}")
-    if spec.passage_prefix:
+    if spec.passage_prefix is not None:
         flags.append(f"--passage-prefix={spec.passage_prefix}")
     if spec.max_seq_length:
         flags.append(f"--max-seq-length={spec.max_seq_length}")

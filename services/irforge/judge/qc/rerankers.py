@@ -88,8 +88,8 @@ def _flag(spec: RerankerSpec, name: str, default: bool) -> bool:
 
 def dense_encoder_spec(spec: RerankerSpec, base: EncoderSpec) -> EncoderSpec:
     """The reranker's encoder: its model and options, the recall encoder's device settings."""
-    return EncoderSpec(model=spec.target, query_prefix=spec.options.get("query_prefix", ""),
-                       passage_prefix=spec.options.get("passage_prefix", ""), normalize=_flag(spec, "normalize", True),
+    return EncoderSpec(model=spec.target, query_prefix=spec.options.get("query_prefix"),
+                       passage_prefix=spec.options.get("passage_prefix"), normalize=_flag(spec, "normalize", True),
                        max_seq_length=_number(spec, "max_seq_length", int), batch_size=base.batch_size,
                        device=base.device, precision=base.precision)
 
