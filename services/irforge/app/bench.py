@@ -22,7 +22,8 @@ from irforge.bench.record import EVALUATED, REUSED, DatasetOutcome, outcome_of, 
 from irforge.bench.reuse import reuse_problem
 from irforge.bench.suite import Suite, SuiteEntry, SuiteError
 from irforge.app.evaluate import checked, evaluate
-from irforge.config import PipelineConfig
+from irforge.config import ConfigError, PipelineConfig, validate
+from irforge.config.values import from_mapping
 from irforge.results import Results
 
 
@@ -98,6 +99,39 @@ def run_bench(config: PipelineConfig, suite: Suite, out: Path, measures: list[st
     record = suite_record(suite.name, suite.split, measures, outcomes)
     write_suite(out, record)
     return record
+
+
+def system_configs(base: PipelineConfig, suite: Suite, measures: list[str]) -> dict[str, PipelineConfig]:
+    """Each of the suite file's `systems:` as a configuration: the command line's (`base`) with the
+    system's options over it, validated once here, before any dataset runs (SuiteError naming it)."""
+    configs: dict[str, PipelineConfig] = {}
+    for system in suite.systems:
+        try:
+            config = from_mapping(PipelineConfig, system.options, system.place, base=base)
+            check_given_runs(config, suite)
+            for entry in suite.entries:   # the rules see the system as it runs: on a dataset, its split and measures
+                validate(dataset_config(config, entry, measures))
+        except (ConfigError, SuiteError) as error:
+            message = str(error)
+            raise SuiteError(message if message.startswith(system.place) else f"{system.place}: {message}") from None
+        configs[system.name] = config
+    return configs
+
+
+def run_systems(configs: dict[str, PipelineConfig], suite: Suite, out: Path, measures: list[str], *,
+                say: Callable[[str], None]) -> dict[str, dict]:
+    """Every system over the suite, each into OUT/<system name>/ as a one-system bench (its own
+    suite.json, reused and resumed as run_bench does); returns each system's suite.json record."""
+    records: dict[str, dict] = {}
+    for position, (name, config) in enumerate(configs.items(), 1):
+        say(f"system {position}/{len(configs)}: {name} -> {out / name}")
+        try:
+            records[name] = run_bench(config, dataclasses.replace(suite, name=name, systems=()), out / name, measures,
+                                      say=say)
+        except DatasetFailed as failed:
+            failed.args = (f"system {name!r}: {failed}",)   # which system, as well as which dataset
+            raise
+    return records
 
 
 def check_airbench_suite(suite: Suite) -> None:

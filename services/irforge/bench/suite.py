@@ -12,7 +12,7 @@ from pathlib import Path
 from irforge.common.files import read_yaml
 from irforge.evaluator.measures import MeasureError, parse_measures
 
-SUITE_FIELDS = ("name", "split", "measures", "datasets")
+SUITE_FIELDS = ("name", "split", "measures", "datasets", "systems")
 # run: a run file as the system there (irforge eval --run); candidates: what the system's reranker reranks there (--candidates)
 ENTRY_FIELDS = ("path", "name", "label", "split", "run", "candidates")
 # A label is one folder name in OUT: no separators, no hidden or temporary names, not the suite's own files.
@@ -35,11 +35,21 @@ class SuiteEntry:
 
 
 @dataclass(frozen=True)
+class SuiteSystem:
+    """One system of a suite file's `systems:`: its name (its folder in OUT) and its pipeline
+    options as a configuration file gives them (nested by section), paths resolved like `run:`."""
+    name: str
+    options: dict
+    place: str        # where the suite file declares it, for messages: "suite file F: systems[1] (bm25s)"
+
+
+@dataclass(frozen=True)
 class Suite:
     name: str
     split: str
     measures: tuple[str, ...] | None   # None: the command's -m flags or eval's defaults
     entries: tuple[SuiteEntry, ...]
+    systems: tuple[SuiteSystem, ...] = ()   # empty: one system, the command line's
 
 
 def label_for(dataset: str) -> str:
@@ -94,7 +104,42 @@ def load_suite(path: str | Path) -> Suite:
         bad(f"datasets[{with_candidates.index(False)}]", "has no candidates: when entries give `candidates:` (what "
             "the system reranks on that dataset), every entry gives them")
     _check_labels(entries, [f"datasets[{n}]" for n in range(len(entries))], f"suite file {path}: ")
-    return Suite(name=name, split=split, measures=measures, entries=entries)
+    systems = _systems(mapping.get("systems"), path, base, bad) if "systems" in mapping else ()
+    return Suite(name=name, split=split, measures=measures, entries=entries, systems=systems)
+
+
+# The options of a system that name files: relative to the suite file, as an entry's `run:` and `candidates:`.
+SYSTEM_FILES = (("given", "runs"), ("rerank", "candidates"))
+
+
+def _systems(items, path: Path, base: Path, bad) -> tuple[SuiteSystem, ...]:
+    if not isinstance(items, list) or not items:
+        bad("systems", "must be a non-empty list of mappings {name: ..., <pipeline options as a configuration file "
+            "gives them>}, e.g. {name: bm25s, given: {runs: [bm25s.trec]}}")
+    systems: list[SuiteSystem] = []
+    for n, item in enumerate(items):
+        where = f"systems[{n}]"
+        if not isinstance(item, dict):
+            bad(where, f"must be a mapping {{name: ..., <pipeline options>}}, got {item!r}")
+        name = _text(item, "name", "", bad, f"{where}.")
+        # The name is the system's folder in OUT and its name in compare and report.
+        if not LABEL.fullmatch(name) or name in RESERVED_LABELS:
+            bad(f"{where}.name", f"{name!r} cannot name a folder of OUT (letters, digits, '.', '_', '+', '-', "
+                "starting with a letter or digit; not suite.json or suite.md)")
+        for other in systems:
+            if other.name == name:
+                bad(f"{where}.name", f"{name!r} is already the name of {other.place.split(': ')[-1]}; every system "
+                    "needs its own name (its folder in OUT)")
+        options = {key: value for key, value in item.items() if key != "name"}
+        for section, field in SYSTEM_FILES:
+            values = options.get(section, {}).get(field) if isinstance(options.get(section), dict) else None
+            if values is None:
+                continue
+            resolved = [str(base / value) if isinstance(value, str) and value.strip() and not Path(value).is_absolute()
+                        else value for value in (values if isinstance(values, list) else [values])]
+            options[section] = {**options[section], field: resolved if isinstance(values, list) else resolved[0]}
+        systems.append(SuiteSystem(name=name, options=options, place=f"suite file {path}: {where} ({name})"))
+    return tuple(systems)
 
 
 def _text(mapping: dict, field: str, default: str, bad, where: str = "") -> str:

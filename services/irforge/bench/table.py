@@ -45,3 +45,25 @@ def suite_markdown(record: dict) -> str:
     return (f"# {markdown_cell(record['name'])}\n\n"
             f"{markdown_cell(describe_retriever(system))} · split {markdown_cell(record['split'])} · top_k {system.get('top_k')} · "
             f"{len(record['datasets'])} datasets · {record['created_at']}\n\n" + suite_table(record, "markdown"))
+
+
+def systems_table(records: dict[str, dict], measure: str, fmt: str = "text") -> str:
+    """Several systems' benches on one suite: a row per system, a column per dataset and the Mean,
+    each cell the system's `measure` there (its suite.json's figures)."""
+    first = next(iter(records.values()))
+    labels = [d["label"] for d in first["datasets"]]
+    rows = [(name, [*(next(d["metrics"][measure] for d in record["datasets"] if d["label"] == label) for label in labels),
+                    record["mean"][measure]]) for name, record in records.items()]
+    header = [f"system ({measure})", *labels, "Mean"]
+    if fmt == "csv":
+        return csv_text([header, *([name, *values] for name, values in rows)])
+    escape = markdown_cell if fmt == "markdown" else text_cell
+    cells = [list(map(escape, header))] + [[escape(name), *(f"{value:.4f}" for value in values)] for name, values in rows]
+    if fmt == "markdown":
+        lines = [f"| {' | '.join(cells[0])} |", "|---|" + "---:|" * (len(header) - 1)]
+        return "\n".join(lines + [f"| {' | '.join(row)} |" for row in cells[1:]]) + "\n"
+    if fmt != "text":
+        raise ValueError(f"table format {fmt!r} is not one of {', '.join(FORMATS)}")
+    widths = [max(len(row[n]) for row in cells) for n in range(len(header))]
+    return "\n".join("  ".join(cell.ljust(widths[0]) if n == 0 else cell.rjust(widths[n]) for n, cell in enumerate(row))
+                     for row in cells) + "\n"

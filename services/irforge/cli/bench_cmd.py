@@ -4,19 +4,20 @@ with a table per dataset and mean (BEIR/MTEB style). See docs/bench.md."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import traceback
 from pathlib import Path
 
-from irforge.app.bench import (DatasetFailed, check_airbench_suite, check_mteb_suite, run_bench, write_airbench_submission,
-                               write_mteb_results)
+from irforge.app.bench import (DatasetFailed, check_airbench_suite, check_mteb_suite, run_bench, run_systems,
+                               system_configs, write_airbench_submission, write_mteb_results)
 from irforge.bench.airbench import SubmissionError, check_names
 from irforge.app.airbench import search_for_submission, unjudged_split
 from irforge.app.errors import UsageError
 from irforge.app.evaluate import EXIT_MOSTLY_EMPTY
 from irforge.bench.record import failures
 from irforge.bench.suite import Suite, SuiteError, load_suite, suite_from_datasets
-from irforge.bench.table import FORMATS, suite_table
+from irforge.bench.table import FORMATS, suite_table, systems_table
 from irforge.cli.eval_cmd import INSTRUCTION_OPTIONS
 from irforge.cli.options import add_config_file_option, add_config_options, config_from_args
 from irforge.common.output_set import OutputFolderError, check_outside
@@ -66,7 +67,7 @@ def suite_from_args(args: argparse.Namespace) -> Suite:
         if args.split is not None:
             raise SuiteError("--split goes with --dataset; a suite file gives its split (`split:`, per dataset too)")
         suite = load_suite(args.suite)
-        return suite if args.name is None else Suite(args.name, suite.split, suite.measures, suite.entries)
+        return suite if args.name is None else dataclasses.replace(suite, name=args.name)
     return suite_from_datasets(args.dataset, args.split or "test", args.name or Path(args.out).resolve().name)
 
 
@@ -75,6 +76,24 @@ def bench_measures(args: argparse.Namespace, suite: Suite) -> list[str]:
     measures = list(getattr(args, "measures", None) or suite.measures or DEFAULT_MEASURES)
     parse_measures(measures)   # before any dataset runs
     return measures
+
+
+def _run_systems(args: argparse.Namespace, base: PipelineConfig, suite: Suite, measures: list[str], say) -> int:
+    """A suite file's `systems:`: each into OUT/<name>/ as its own bench, then one table of systems
+    by datasets. The command line's options are the base every system starts from."""
+    if args.airbench_submission is not None or args.mteb_results is not None:
+        raise SuiteError("--airbench-submission and --mteb-results write one system's files: with a suite file's "
+                         "`systems:`, run bench --suite on one system for them")
+    configs = system_configs(base, suite, measures)   # every system validated before any dataset runs
+    say(f"irforge bench: {suite.name}: {len(configs)} systems x {len(suite.entries)} datasets -> {args.out}")
+    records = run_systems(configs, suite, Path(args.out), measures, say=say)
+    print(f"\n{suite.name} · {len(records)} systems · {len(suite.entries)} datasets · wrote "
+          f"{', '.join(f'{args.out}/{name}' for name in records)}\n")
+    sys.stdout.write(systems_table(records, measures[0], args.format))
+    failed = [f"{name}/{line}" for name, record in records.items() for line in failures(record)]
+    for line in failed:
+        print(f"irforge bench: error: dataset {redact_text(line)}", file=sys.stderr)
+    return EXIT_MOSTLY_EMPTY if failed else 0
 
 
 def run_bench_command(args: argparse.Namespace) -> int:
@@ -101,6 +120,8 @@ def run_bench_command(args: argparse.Namespace) -> int:
             check_airbench_suite(suite)   # before any dataset runs
         if args.mteb_results is not None:
             check_mteb_suite(suite)
+        if suite.systems:
+            return _run_systems(args, config, suite, measures, say)
         if submission is not None and unjudged_split(suite):   # AIR-Bench's private test qrels: search only
             written = search_for_submission(config, suite, Path(args.out), submission, args.airbench_model,
                                             args.airbench_reranker, say=say)
