@@ -95,15 +95,17 @@ def test_one_bench_runs_every_system_each_equal_to_pytrec_eval_on_its_run(worksp
     code, _, progress = run_cli(["bench", "--suite", str(suite), "--out", str(out),
                                  "--index-dir", str(tmp_path / "index"), "-m", "nDCG@10"])
     assert code == 0 and progress.count(": reused") == 3, progress
-    # One compare and one report over the systems' folders.
+    # One compare and one report over the systems' folders, given one by one or as OUT itself.
     folders = [str(out / name) for name in ("irforge-bm25", "trec-run", "json-run")]
-    code, printed, progress = run_cli(["compare", *folders, "--format", "json"])
-    assert code == 0, progress
-    for name in expected:
-        assert name in printed
-    code, _, progress = run_cli(["report", *folders, "--out", str(tmp_path / "report.html")])
-    assert code == 0, progress
-    assert (tmp_path / "report.html").is_file()
+    for inputs in (folders, [str(out)]):
+        code, printed, progress = run_cli(["compare", *inputs, "--format", "json"])
+        assert code == 0, progress
+        means = json.loads(printed)["mean"]
+        assert {name: means[name]["nDCG@10"] for name in means} == pytest.approx(expected)
+        report = tmp_path / f"report-{len(inputs)}.html"
+        code, printed, progress = run_cli(["report", *inputs, "--out", str(report)])
+        assert code == 0 and "3 systems" in printed, progress
+        assert report.is_file()
 
 
 @pytest.mark.parametrize("systems, message", [

@@ -19,6 +19,7 @@ from irforge.common.output_set import OutputSet, check_output_folder
 from irforge.compare import stats
 from irforge.compare.comparison import CompareSettings, compare_systems
 from irforge.compare.render import render, render_suite
+from irforge.bench.record import bench_folders
 from irforge.compare.suites import compare_suites, is_suite
 from irforge.compare.systems import IDENTITY, ComparisonError, System, check_comparable, load_results, load_run
 from irforge.results.mteb import beside_published, beside_text, read_mteb_results
@@ -87,6 +88,7 @@ def compare(inputs: Iterable[str | Path], *, qrels: str | Path | None = None, la
 def compare_with(inputs: list[str | Path], options: CompareOptions) -> dict:
     """`compare` over a CompareOptions."""
     settings = options.settings()
+    inputs = bench_folders(list(inputs))   # a several-systems bench's OUT: its systems' folders
     if options.labels and len(options.labels) != len(inputs):
         raise ComparisonError(f"--label given {len(options.labels)} times for {len(inputs)} inputs: one per input, in order")
     out = Path(options.out) if options.out is not None else None

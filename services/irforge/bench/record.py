@@ -95,3 +95,16 @@ def remove_suite(folder: Path) -> None:
     """Before OUT's datasets change: an old suite.json would describe results no longer there."""
     for name in SUITE_FILES:
         (folder / name).unlink(missing_ok=True)
+
+
+def bench_folders(inputs: list) -> list:
+    """The inputs with each OUT of a several-systems bench (no suite.json or results.json of its
+    own, a folder per system holding one) replaced by those folders, by name: so compare and
+    report take OUT itself as they take OUT/*. Any other input stays as given."""
+    expanded: list = []
+    for given in inputs:
+        path = Path(given)
+        systems = ([] if not path.is_dir() or (path / "suite.json").exists() or (path / "results.json").exists()
+                   else sorted(child for child in path.iterdir() if (child / "suite.json").is_file()))
+        expanded += [str(child) for child in systems] if systems else [given]
+    return expanded

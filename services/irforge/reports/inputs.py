@@ -9,7 +9,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from irforge.bench.record import check_suite
+from irforge.bench.record import bench_folders, check_suite
 from irforge.common.files import not_a_regular_file
 from irforge.results.reading import ResultsFileError, check_compared_system, check_results, read_json_object
 
@@ -185,7 +185,7 @@ def suite_systems(path: Path, suite: dict) -> tuple[list[System], list[str]]:
 
 def load_inputs(given: list[str]) -> list[ReportInput]:
     """Every input read and checked before anything is written; results labels made unique."""
-    inputs = [load_input(g) for g in given]
+    inputs = [load_input(g) for g in bench_folders(given)]   # a several-systems bench's OUT: its systems' folders
     used: set[str] = set()
     for item in inputs:
         if item.kind not in ("results", "instructions"):
