@@ -108,7 +108,25 @@ def test_one_bench_runs_every_system_each_equal_to_pytrec_eval_on_its_run(worksp
         assert report.is_file()
 
 
+def test_a_system_gives_its_run_on_each_dataset(workspace, tmp_path):
+    """`run: {label: file}`: a system's own run per dataset (here the TREC run on one copy of the
+    collection, the JSON run on another), each figure pytrec_eval's on that file."""
+    suite = workspace / "two.yaml"
+    suite.write_text("datasets:\n  - {path: tiny, label: one}\n  - {path: tiny, label: two}\nsystems:\n"
+                     "  - {name: mixed, run: {one: runs/other.trec, two: runs/other.json}}\n")
+    out = tmp_path / "bench"
+    code, printed, progress = run_cli(["bench", "--suite", str(suite), "--out", str(out), "-m", "nDCG@10"])
+    assert code == 0, progress
+    record = json.loads((out / "mixed" / "suite.json").read_text())
+    assert {d["label"]: d["metrics"]["nDCG@10"] for d in record["datasets"]} == pytest.approx(
+        {"one": ndcg10(TREC_RUN), "two": ndcg10(JSON_RUN)})
+    assert record["mean"]["nDCG@10"] == pytest.approx((ndcg10(TREC_RUN) + ndcg10(JSON_RUN)) / 2)
+
+
 @pytest.mark.parametrize("systems, message", [
+    ("  - {name: a, run: {nowhere: runs/other.trec}}\n", "systems[0].run.nowhere"),
+    ("  - {name: a, run: {tiny: runs/other.trec}, given: {runs: [runs/other.json]}}\n", "systems[0] (a)"),
+    ("  - {name: a, dataset: tiny}\n", "systems[0].dataset"),
     ("  - {name: a}\n  - {name: a, given: {runs: [runs/other.trec]}}\n", "systems[1].name"),
     ("  - {name: a}\n  - {name: b, bm25: {k1: -3}}\n", "systems[1] (b)"),
     ("  - {name: a}\n  - {name: b, retriever: dense, given: {runs: [runs/other.trec]}}\n", "systems[1] (b)"),

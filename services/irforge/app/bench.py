@@ -108,8 +108,12 @@ def system_configs(base: PipelineConfig, suite: Suite, measures: list[str]) -> d
     for system in suite.systems:
         try:
             config = from_mapping(PipelineConfig, system.options, system.place, base=base)
-            check_given_runs(config, suite)
-            for entry in suite.entries:   # the rules see the system as it runs: on a dataset, its split and measures
+            if system.runs and (config.given.runs or any(entry.run for entry in suite.entries)):
+                raise SuiteError("its `run:` and `given: {runs: ...}` (or --run, or the datasets' `run:`) both name "
+                                 "the system's runs: give one of them")
+            seen = system_suite(suite, system.runs)
+            check_given_runs(config, seen)
+            for entry in seen.entries:   # the rules see the system as it runs: on a dataset, its split and measures
                 validate(dataset_config(config, entry, measures))
         except (ConfigError, SuiteError) as error:
             message = str(error)
@@ -118,16 +122,22 @@ def system_configs(base: PipelineConfig, suite: Suite, measures: list[str]) -> d
     return configs
 
 
+def system_suite(suite: Suite, runs: dict | None, name: str | None = None) -> Suite:
+    """The suite as one system sees it: its own name, and its `run: {label: file}` as the entries' runs."""
+    entries = tuple(dataclasses.replace(entry, run=runs[entry.label]) for entry in suite.entries) if runs else suite.entries
+    return dataclasses.replace(suite, name=name or suite.name, entries=entries, systems=())
+
+
 def run_systems(configs: dict[str, PipelineConfig], suite: Suite, out: Path, measures: list[str], *,
                 say: Callable[[str], None]) -> dict[str, dict]:
     """Every system over the suite, each into OUT/<system name>/ as a one-system bench (its own
     suite.json, reused and resumed as run_bench does); returns each system's suite.json record."""
     records: dict[str, dict] = {}
+    runs = {system.name: system.runs for system in suite.systems}
     for position, (name, config) in enumerate(configs.items(), 1):
         say(f"system {position}/{len(configs)}: {name} -> {out / name}")
         try:
-            records[name] = run_bench(config, dataclasses.replace(suite, name=name, systems=()), out / name, measures,
-                                      say=say)
+            records[name] = run_bench(config, system_suite(suite, runs.get(name), name), out / name, measures, say=say)
         except DatasetFailed as failed:
             failed.args = (f"system {name!r}: {failed}",)   # which system, as well as which dataset
             raise

@@ -41,6 +41,7 @@ class SuiteSystem:
     name: str
     options: dict
     place: str        # where the suite file declares it, for messages: "suite file F: systems[1] (bm25s)"
+    runs: dict | None = None   # `run: {label: file}`: the system's run file on each dataset, resolved like `run:`
 
 
 @dataclass(frozen=True)
@@ -104,7 +105,7 @@ def load_suite(path: str | Path) -> Suite:
         bad(f"datasets[{with_candidates.index(False)}]", "has no candidates: when entries give `candidates:` (what "
             "the system reranks on that dataset), every entry gives them")
     _check_labels(entries, [f"datasets[{n}]" for n in range(len(entries))], f"suite file {path}: ")
-    systems = _systems(mapping.get("systems"), path, base, bad) if "systems" in mapping else ()
+    systems = _systems(mapping.get("systems"), path, base, bad, [e.label for e in entries]) if "systems" in mapping else ()
     return Suite(name=name, split=split, measures=measures, entries=entries, systems=systems)
 
 
@@ -112,7 +113,7 @@ def load_suite(path: str | Path) -> Suite:
 SYSTEM_FILES = (("given", "runs"), ("rerank", "candidates"))
 
 
-def _systems(items, path: Path, base: Path, bad) -> tuple[SuiteSystem, ...]:
+def _systems(items, path: Path, base: Path, bad, labels: list[str]) -> tuple[SuiteSystem, ...]:
     if not isinstance(items, list) or not items:
         bad("systems", "must be a non-empty list of mappings {name: ..., <pipeline options as a configuration file "
             "gives them>}, e.g. {name: bm25s, given: {runs: [bm25s.trec]}}")
@@ -130,7 +131,11 @@ def _systems(items, path: Path, base: Path, bad) -> tuple[SuiteSystem, ...]:
             if other.name == name:
                 bad(f"{where}.name", f"{name!r} is already the name of {other.place.split(': ')[-1]}; every system "
                     "needs its own name (its folder in OUT)")
-        options = {key: value for key, value in item.items() if key != "name"}
+        for key in ("dataset", "split"):
+            if key in item:   # silently replaced on every dataset otherwise
+                bad(f"{where}.{key}", "a system runs on the suite's datasets: `datasets:` names them and their splits")
+        options = {key: value for key, value in item.items() if key not in ("name", "run")}
+        runs = _system_runs(item["run"], f"{where}.run", base, bad, labels) if "run" in item else None
         for section, field in SYSTEM_FILES:
             values = options.get(section, {}).get(field) if isinstance(options.get(section), dict) else None
             if values is None:
@@ -138,7 +143,7 @@ def _systems(items, path: Path, base: Path, bad) -> tuple[SuiteSystem, ...]:
             resolved = [str(base / value) if isinstance(value, str) and value.strip() and not Path(value).is_absolute()
                         else value for value in (values if isinstance(values, list) else [values])]
             options[section] = {**options[section], field: resolved if isinstance(values, list) else resolved[0]}
-        systems.append(SuiteSystem(name=name, options=options, place=f"suite file {path}: {where} ({name})"))
+        systems.append(SuiteSystem(name=name, options=options, place=f"suite file {path}: {where} ({name})", runs=runs))
     return tuple(systems)
 
 
@@ -176,6 +181,20 @@ def _entry(item, where: str, split: str, base: Path, bad) -> SuiteEntry:
             files[field] = value if Path(value).is_absolute() else str(base / value)
     return SuiteEntry(dataset=given, label=label, split=_text(item, "split", split, bad, f"{where}."), location=location,
                       **files)
+
+
+def _system_runs(value, where: str, base: Path, bad, labels: list[str]) -> dict:
+    """A system's `run: {label: file}`: its run on each dataset of the suite, every dataset once."""
+    if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) and v.strip()
+                                              for k, v in value.items()):
+        bad(where, f"must map each dataset's label to the system's run file there, e.g. {{{labels[0]}: run.trec}}")
+    for label in value:
+        if label not in labels:
+            bad(f"{where}.{label}", f"no dataset of the suite has that label ({', '.join(labels)})")
+    missing = [label for label in labels if label not in value]
+    if missing:   # one system: a dataset without its run would be scored by another system
+        bad(where, f"has no run for {', '.join(missing)}: give the system's run on every dataset")
+    return {label: file if Path(file).is_absolute() else str(base / file) for label, file in value.items()}
 
 
 def _check_labels(entries: tuple[SuiteEntry, ...], places: list[str], prefix: str) -> None:
