@@ -140,3 +140,9 @@ def test_bad_systems_are_refused_naming_the_entry_before_any_dataset_runs(worksp
     code, _, progress = run_cli(["bench", "--suite", str(suite), "--out", str(out), "--index-dir", str(tmp_path / "index")])
     assert code == 2 and message in progress, progress
     assert not out.exists()
+
+
+def test_a_suite_job_refuses_systems_rather_than_dropping_them(workspace, tmp_path):
+    suite = write_suite(workspace, THREE)
+    code, _, progress = run_cli(["submit", "--suite", str(suite), "--out", str(tmp_path / "job")])
+    assert code == 2 and "a suite job runs one system" in progress, progress

@@ -1,5 +1,5 @@
-"""A suite: the datasets one system is benchmarked on, each under a label (its folder in OUT and
-its row in the table). Read from a YAML suite file or built from repeated --dataset flags;
+"""A suite: the datasets a system is benchmarked on, each under a label (its folder in OUT and
+its row in the table), and optionally the several systems (`systems:`) benchmarked on them. Read from a YAML suite file or built from repeated --dataset flags;
 refused, naming the file and the field, when it is malformed."""
 
 from __future__ import annotations

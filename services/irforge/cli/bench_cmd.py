@@ -32,11 +32,13 @@ def add_parser(subparsers) -> None:
         description="Run `irforge eval` with the same flags on every dataset of a suite: OUT/<label>/ gets each "
         "dataset's run.trec and results.json, OUT/suite.json and OUT/suite.md the table (rows: datasets, columns: "
         "measures, a final Mean row). A dataset whose results.json records the same system and data is reused, "
-        "not redone, so an interrupted bench resumes with the next dataset. See docs/bench.md.",
+        "not redone, so an interrupted bench resumes with the next dataset. A suite file's `systems:` benches several "
+        "systems in one command, each into OUT/<name>/, the flags the base of each. See docs/bench.md.",
     )
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--suite", type=Path, metavar="FILE",
-                        help="suite file (YAML: name, split, measures, datasets); see docs/bench.md")
+                        help="suite file (YAML: name, split, measures, datasets, systems); with `systems:` every system "
+                             "is benched into OUT/<name>/; see docs/bench.md")
     source.add_argument("--dataset", action="append", metavar="DIR",
                         help="a dataset (BEIR folder, or a name `irforge eval --dataset` takes); repeat for each, "
                              "labelled by folder name")

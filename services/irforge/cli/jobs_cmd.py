@@ -162,6 +162,9 @@ def suite_job_spec(args: argparse.Namespace):
         raise _job_errors()[1](str(error)) from None
     if getattr(args, "split", None) is not None:
         raise _job_errors()[1]("--split goes with --dataset; a suite file gives its split (`split:`, per dataset too)")
+    if suite.systems:   # one job is one system: the others would be dropped without a word
+        raise _job_errors()[1](f"suite file {args.suite}: field 'systems': a suite job runs one system (the flags'); "
+                               "run irforge bench --suite for several systems, or submit one job per system")
     if any(entry.run for entry in suite.entries):
         raise _job_errors()[1](f"suite file {args.suite}: its datasets give `run:` files; a suite job does not take "
                                "them yet: submit each dataset's run as its own job (--dataset D --run FILE), or "
