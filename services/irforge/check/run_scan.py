@@ -23,6 +23,7 @@ from irforge.common.files import file_sha256
 from irforge.data import DataFormatError
 from irforge.data.textfile import numbered_lines, open_text
 from irforge.runs import read_run_file
+from irforge.runs.reading import line_layout
 
 
 @dataclass
@@ -109,13 +110,9 @@ def _layout(path: Path, format: str) -> str:
     if format != "auto":
         return format
     for _, line in numbered_lines(path, "run file"):
-        if line.lstrip().startswith("{"):
-            return "json"
-        columns = len(line.split())
-        if columns >= 6:
-            return "trec"
-        if columns == 3:
-            return "tsv"
+        layout = line_layout(line)
+        if layout is not None:
+            return "tsv" if layout == "tsv?" else layout
     raise DataFormatError(path, "no line has a run layout: 6 columns (TREC: qid Q0 docno rank score tag), "
                                 "3 (TSV: qid docno score, or MS MARCO: qid docno rank) or a JSON object")
 

@@ -74,17 +74,24 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+def line_layout(line: str) -> str | None:
+    """The layout one run line has: "{" opens JSON, six or more columns are TREC, three are TSV
+    ("tsv?": scores, or MS MARCO's ranks, told apart after reading, see _read_lines); None for none."""
+    if line.lstrip().startswith("{"):
+        return "json"
+    columns = len(line.split())
+    if columns >= 6:
+        return "trec"
+    return "tsv?" if columns == 3 else None
+
+
 def _detect(path: Path) -> str:
-    """The layout from the first non-blank line: "{" opens JSON, six or more columns are TREC,
-    three are TSV (scores, or MS MARCO's ranks: told apart after reading, see _read_lines)."""
+    """The layout from the first non-blank line (line_layout)."""
     for line_number, line in numbered_lines(path, _WHAT):
-        if line.lstrip().startswith("{"):
-            return "json"
+        layout = line_layout(line)
+        if layout is not None:
+            return layout
         columns = len(line.split())
-        if columns >= 6:
-            return "trec"
-        if columns == 3:
-            return "tsv?"
         raise DataFormatError(path, f"cannot tell the run's layout from its first line: {columns} columns; expected "
                                     "6 (TREC: qid Q0 docno rank score tag), 3 (TSV: qid docno score, or MS MARCO: "
                                     "qid docno rank) or a JSON object", line_number)
