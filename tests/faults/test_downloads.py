@@ -23,6 +23,7 @@ from irforge.datasets.limits import RATIO_FLOOR, Caps, Limits
 from irforge.datasets.store import MARKER
 
 from ..datasets import http_stand_ins as stand_ins
+from .test_disks_and_files import full_disk   # noqa: F401 (a fixture) a real 1 MiB tmpfs, filled
 
 ZEROS = RATIO_FLOOR + (2 << 20)   # a bomb just big enough for the ratio to count: 12 MiB of zeros in ~12 KB
 
@@ -309,3 +310,27 @@ def test_a_dataset_named_like_another_ones_part_file_does_not_collide(site, caps
     assert site.leftovers() == ["team", "team/x", "team/x.zip.part", f"team/x.zip.part/{MARKER}",
                                 "team/x.zip.part/corpus.jsonl", f"team/x/{MARKER}", "team/x/corpus.jsonl"]
     assert json.loads((site.datasets / "team/x" / MARKER).read_text())["name"] == "team/x"
+
+
+# -- 5b. an endless body under the default cap on a disk smaller than the cap ----------------------
+
+
+def test_an_endless_body_that_fills_the_disk_leaves_no_part_and_names_it(full_disk, tmp_path, capsys):
+    # The default cap (4 GiB) is larger than this disk: the disk fills first. It kept the .part (the
+    # disk stayed full) and said "while writing (a file the writer did not name)".
+    from irforge.cli.main import DISK_FULL_EXIT
+
+    server, url = serve(endless)
+    try:
+        site = Site.__new__(Site)
+        site.tmp_path, site.datasets = tmp_path, full_disk.root / "datasets"
+        full_disk.free(256 << 10)   # room for the folders and a quarter MiB of the body
+        catalog = tmp_path / "c.json"
+        catalog.write_text(json.dumps([{"name": "team/endless", "url": f"{url}/endless.zip", "md5": "0" * 32}]))
+        assert site.download("team/endless", catalog, "--retries", "0") == DISK_FULL_EXIT
+        err = capsys.readouterr().err
+        part = site.datasets / "team" / ".endless.zip.part"
+        assert f"no space left on device while writing {part} (the partial download is removed)" in err, err
+        assert "Traceback" not in err and site.leftovers() == ["team"]
+    finally:
+        stand_ins.stop(server)

@@ -28,7 +28,7 @@ import httpx
 from tqdm import tqdm
 
 from irforge import __version__
-from irforge.common.files import write_json_atomic
+from irforge.common.files import NoSpaceLeft, is_disk_full, write_json_atomic
 from irforge.common.locks import ExclusiveLock, LockHeld
 from irforge.common.output_set import OutputSet
 from irforge.datasets.catalog import Entry
@@ -135,6 +135,13 @@ def _download(entry: Entry, options: DownloadOptions, caps: Caps, target: Path, 
     except _TooLarge:
         part.unlink(missing_ok=True)   # more than the cap is not the archive: nothing worth resuming
         raise
+    except OSError as error:
+        if not is_disk_full(error):
+            raise
+        # A body that fills the disk (endless, or under a cap larger than the free space): keeping the
+        # .part would keep the disk full, so it goes, and the message names it.
+        part.unlink(missing_ok=True)
+        raise NoSpaceLeft(part, "the partial download is removed") from None
     if digests[entry.algorithm] != entry.checksum:
         part.unlink(missing_ok=True)
         raise ChecksumMismatch(entry.name, entry.url, entry.algorithm, entry.checksum, digests[entry.algorithm])
