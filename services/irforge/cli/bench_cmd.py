@@ -23,7 +23,7 @@ from irforge.cli.options import add_config_file_option, add_config_options, conf
 from irforge.common.output_set import OutputFolderError, check_outside
 from irforge.config import ConfigError, PipelineConfig
 from irforge.common.redact import redact_text
-from irforge.evaluator.measures import DEFAULT_MEASURES, MeasureError, parse_measures
+from irforge.evaluator.measures import DEFAULT_MEASURES, MeasureError, canonical_name, parse_measures
 
 
 def add_parser(subparsers) -> None:
@@ -77,7 +77,7 @@ def bench_measures(args: argparse.Namespace, suite: Suite) -> list[str]:
     """-m flags first, then the suite file's measures, then eval's defaults."""
     measures = list(getattr(args, "measures", None) or suite.measures or DEFAULT_MEASURES)
     parse_measures(measures)   # before any dataset runs
-    return measures
+    return [canonical_name(name) for name in measures]
 
 
 def _run_systems(args: argparse.Namespace, base: PipelineConfig, suite: Suite, measures: list[str], say) -> int:

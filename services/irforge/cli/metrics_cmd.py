@@ -15,7 +15,7 @@ from pathlib import Path
 
 from irforge.app.errors import UsageError
 from irforge.app.metrics import MetricsOptions, measure_with
-from irforge.evaluator.measures import AGGREGATE_ONLY, COUNT_MEASURES, TREC_EVAL_DEFAULT
+from irforge.evaluator.measures import AGGREGATE_ONLY, COUNT_MEASURES
 
 
 def add_parser(subparsers) -> None:
@@ -24,12 +24,15 @@ def add_parser(subparsers) -> None:
         help="trec_eval-compatible evaluation of a TREC run file",
         description="Evaluate a TREC run against qrels (TREC or BEIR layout), printing trec_eval's output format. "
         "Measures by trec_eval name (map, P.5,10, ndcg_cut.10, all_trec) or ir_measures name "
-        "(nDCG@10, R@100, RR@10, Judged@10). Without -m: trec_eval's default set.",
+        "(nDCG@10, R@100, RR@10, Judged@10). Without -m: irforge eval's measures "
+        "(nDCG@10 R@100 AP@100 RR@10 P@10 Judged@10); --trec-eval (or -m official): trec_eval's default set.",
     )
     parser.add_argument("qrels", type=Path,
                         help="qrels file: TREC (qid iter docno rel) or BEIR (header query-id corpus-id score, 3 tab-separated columns)")
     parser.add_argument("run", type=Path, help="TREC run file: qid Q0 docno rank score tag")
     parser.add_argument("-m", dest="measures", action="append", metavar="MEASURE", help="measure or measure set (repeatable)")
+    parser.add_argument("--trec-eval", action="store_true",
+                        help="trec_eval's default measure set (as trec_eval without -m), same as -m official")
     parser.add_argument("-q", dest="per_query", action="store_true", help="print per-query values as well as 'all'")
     parser.add_argument("-c", dest="complete", action="store_true", help="average over every qrels query; missing ones score 0")
     parser.add_argument("-M", dest="max_docs", type=int, default=0, metavar="N", help="use at most N documents per query")
@@ -52,7 +55,8 @@ def format_line(name: str, query_id: str, value: float | str) -> str:
 
 
 def run_metrics(args: argparse.Namespace) -> int:
-    options = MetricsOptions(measures=tuple(args.measures) if args.measures else None, complete=args.complete,
+    measures = [*(args.measures or []), *(["official"] if args.trec_eval else [])]
+    options = MetricsOptions(measures=tuple(measures) or None, complete=args.complete,
                              max_docs=args.max_docs, relevance_level=args.relevance_level,
                              keep_identical_ids=args.keep_identical_ids)
     try:
@@ -69,7 +73,7 @@ def trec_eval_text(results, requested: list[str], per_query: bool) -> str:
     """The Results as trec_eval prints them: per query (with -q) then 'all'; the runid line when
     the measures asked for include it (runid, all_trec, official, or trec_eval's default set)."""
     names = results["measures"]
-    wants_runid = any(m in ("runid", "all_trec", "official") for m in requested) or requested == list(TREC_EVAL_DEFAULT)
+    wants_runid = any(m in ("runid", "all_trec", "official") for m in requested)
     out = []
     if per_query:
         for query_id in sorted(results.per_query):

@@ -104,6 +104,11 @@ def grpc_method(method):
     return wrapper
 
 
+# What to run when nothing answers: the whole platform on this machine is `irforge serve` (one
+# service alone, as a deployment runs them, is `irforge service NAME`).
+START_HINT = "start the platform with `irforge serve` (or one service with `irforge service NAME`), or point --server at a running one"
+
+
 def raise_from_rpc(error: grpc.RpcError, address: str, sent: RequestStream | None = None, channel: str = "") -> None:
     """Re-raise an RpcError as the irforge error the server raised (or, with `sent`, the error that
     stopped the client producing its requests). `channel` (common.tls.CHANNELS) names the service
@@ -118,7 +123,7 @@ def raise_from_rpc(error: grpc.RpcError, address: str, sent: RequestStream | Non
     if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
         raise ServiceUnavailable(
             f"no irforge {f'{channel} service' if channel else 'server'} answering at {address} ({code.name}: {details}); "
-            + (_tls_hint(details, channel) or "start one with `irforge service`")
+            + (_tls_hint(details, channel) or START_HINT)
         ) from None
     raise RemoteError(f"{f'the {channel} service at ' if channel else ''}{address}: {code.name}: {details}") from None
 
@@ -134,8 +139,8 @@ def _tls_hint(details: str, channel: str = "") -> str:
                 "if the server speaks plaintext, do not call it over TLS" + alone)
     if "socket closed" in lowered or "connection reset" in lowered:
         return ("the server closed the connection: if it serves TLS, call it with --tls-ca / $IRFORGE_TLS_CA "
-                "(and --tls-client-cert / --tls-client-key if it requires client certificates); else start one "
-                "with `irforge service`" + alone)
+                "(and --tls-client-cert / --tls-client-key if it requires client certificates); else "
+                + START_HINT + alone)
     return ""
 
 

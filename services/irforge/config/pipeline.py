@@ -334,6 +334,7 @@ class PipelineConfig:
 
     def measures(self, instructions: bool = False) -> tuple[str, ...]:
         """The measures asked for, else the use's own defaults: eval's six, instruction following's nDCG@10."""
-        from irforge.evaluator.measures import DEFAULT_MEASURES
+        from irforge.evaluator.measures import DEFAULT_MEASURES, canonical_name
 
-        return tuple(self.evaluation.measures or (INSTRUCTION_MEASURES if instructions else DEFAULT_MEASURES))
+        return tuple(canonical_name(name) for name in
+                     self.evaluation.measures or (INSTRUCTION_MEASURES if instructions else DEFAULT_MEASURES))

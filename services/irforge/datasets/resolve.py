@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import difflib
 from pathlib import Path
 
 from irforge.datasets.catalog import CATALOG_VARIABLE, NAME, Catalog, load_catalog
@@ -33,8 +34,10 @@ def resolve_dataset(value: str | Path, *, datasets_dir: str | Path | None = None
     catalog = catalog if catalog is not None else load_catalog()
     entry, rest = _entry_and_rest(text, catalog)
     if entry is None:
-        raise DatasetError(f"{value}: dataset folder not found, nor is it a dataset name{catalog.suggest(text)}"
-                           f"{_catalogue_hint(text, folder)} (irforge datasets list shows the names)")
+        nearby = _nearest_folder(path)   # a typo in a folder of yours: the folder beside it, not a download
+        raise DatasetError(f"{value}: dataset folder not found, nor is it a dataset name"
+                           f"{nearby or catalog.suggest(text)}{_catalogue_hint(text, folder)} "
+                           "(irforge datasets list shows the names)")
     state = copy_state(entry, folder)
     if not state.complete:
         to = f" --to {folder}" if folder != default_datasets_dir() else ""
@@ -72,6 +75,19 @@ def _entry_and_rest(text: str, catalog: Catalog):
                 raise DatasetError(f"{text}: {rest!r} is not a folder name inside dataset {name}")
             return catalog.get(name), rest
     return None, ""
+
+
+def _nearest_folder(path: Path) -> str:
+    """'; did you mean the folder ../data/beir/scifact?' when the missing folder's parent exists
+    and holds a folder with a close name (scifactt, SciFact, nfcorpu), else ''."""
+    parent = path.parent
+    try:
+        siblings = [child.name for child in parent.iterdir() if child.is_dir()] if parent.is_dir() else []
+    except OSError:
+        return ""
+    by_lower = {name.lower(): name for name in siblings}
+    close = difflib.get_close_matches(path.name.lower(), list(by_lower), n=1, cutoff=0.75)
+    return f"; did you mean the folder {parent / by_lower[close[0]]}?" if close else ""
 
 
 def _catalogue_hint(text: str, folder: Path) -> str:

@@ -9,6 +9,7 @@ Parsing only says *what* to compute and with which engine; no arithmetic lives h
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass
 
@@ -76,6 +77,10 @@ IR_MEASURES: dict[str, IrMeasure] = {
 }
 WITHOUT_CUTOFF = {"nDCG": "ndcg", "AP": "map"}
 JUDGED = "Judged"
+# ir_measures families are matched whatever their case (`ndcg@10` is nDCG@10: nobody means
+# anything else by it) and reported under their own spelling, so results.json, tables and
+# comparisons name one measure one way. trec_eval's names stay case-sensitive, as trec_eval has them.
+_FAMILY_BY_LOWER = {family.lower(): family for family in [*IR_MEASURES, JUDGED]}
 
 _IR_NAME = re.compile(r"^(?P<family>[A-Za-z]+)(?:\((?P<params>[^)]*)\))?(?:@(?P<cutoff>[0-9.]+))?$")
 
@@ -113,9 +118,11 @@ def _parse_int(value: str, what: str, name: str) -> int:
 
 def _parse_ir_measure(name: str) -> MeasureRequest | None:
     match = _IR_NAME.match(name)
-    if not match or (match["family"] not in IR_MEASURES and match["family"] != JUDGED):
+    family = _FAMILY_BY_LOWER.get(match["family"].lower()) if match else None
+    if family is None:
         return None
-    family, params, cutoff = match["family"], match["params"], match["cutoff"]
+    params, cutoff = match["params"], match["cutoff"]
+    name = family + name[len(family):]      # the family's own spelling: ndcg@10 -> nDCG@10
     if family == JUDGED:
         if cutoff is None or params:
             raise MeasureError(f"measure {name!r}: write Judged@k, e.g. Judged@10")
@@ -183,11 +190,52 @@ def parse_measures(names: list[str] | tuple[str, ...]) -> list[MeasureRequest]:
         if not found:
             known = ", ".join(sorted(IR_MEASURES) + [JUDGED])
             raise MeasureError(
-                f"unknown measure {name!r}; use ir_measures names ({known}, with @k) "
+                f"unknown measure {name!r}{_did_you_mean(name)}; use ir_measures names ({known}, with @k) "
                 f"or trec_eval names ({', '.join(sorted(pytrec_eval.supported_measures))})"
             )
         requests.extend(found)
     return requests
+
+
+def canonical_name(name: str) -> str:
+    """The name a measure's value is reported under: an ir_measures family in its own spelling
+    (ndcg@10 -> nDCG@10); anything else as given. Where a requested name is later looked up in
+    the results (bench's first measure, a report's main measure), look it up by this."""
+    found = None if "@" not in name and "(" not in name and _parse_trec_measure_name(name) else _IR_NAME.match(name.strip())
+    family = _FAMILY_BY_LOWER.get(found["family"].lower()) if found else None
+    name = name.strip()
+    return family + name[len(family):] if family else name
+
+
+def _parse_trec_measure_name(name: str) -> bool:
+    return name.strip() in TREC_EVAL_SETS or name.strip().partition(".")[0] in pytrec_eval.supported_measures
+
+
+def _did_you_mean(name: str) -> str:
+    """' (did you mean nDCG@10?)' for the nearest known name; '' when nothing is near. With an @ or
+    a ( the user wrote an ir_measures name: trec_eval's spelling of a family counts as that family
+    (recal@100 -> R@100, ndcg_cut@10 -> nDCG@10), and a cutoff that is not a number becomes @10."""
+    match = re.match(r"^([A-Za-z_]+)(.*)$", name)
+    if not match:
+        return ""
+    head, tail = match.groups()
+    ir_style = tail.startswith(("@", "("))
+    candidates = {family.lower(): family for family in [*IR_MEASURES, JUDGED]}
+    if ir_style:
+        candidates.update({spec.trec_name.lower(): family for family, spec in IR_MEASURES.items()})
+    else:
+        candidates.update({measure.lower(): measure for measure in pytrec_eval.supported_measures})
+    near = difflib.get_close_matches(head.lower(), list(candidates), n=1, cutoff=0.6)
+    if not near:
+        return ""
+    best = candidates[near[0]]
+    if best in IR_MEASURES or best == JUDGED:
+        takes_cutoff = best == JUDGED or IR_MEASURES[best].cutoff != "none"
+        cutoff = re.search(r"@[0-9.]+$", tail)
+        suggestion = best + ((cutoff.group(0) if cutoff else "@10") if takes_cutoff else "")
+    else:
+        suggestion = best + tail
+    return f" (did you mean {suggestion}?)" if suggestion != name else ""
 
 
 def reading_depth(requests: list[MeasureRequest]) -> int:

@@ -94,9 +94,39 @@ def check_hub_cache(name: str, revision: str | None) -> None:
         snapshot_download(repo_id=name, revision=revision, local_files_only=True)
     except Exception as error:  # noqa: BLE001 - LocalEntryNotFoundError, HFValidationError, ...
         revision_flag = f" --revision {revision}" if revision else ""
+        # Only a name that could be a hub id gets the download command: `hf download minilm` would fail too.
+        fetch = (f"{_did_you_mean(name)}download it first with `hf download {name}{revision_flag}` where there is network (into the hub "
+                 "cache, ~/.cache/huggingface or $HF_HOME), or pass a folder (--model /path/to/model)"
+                 if name.count("/") == 1 else
+                 f"{_did_you_mean(name)}a hub model is named ORG/NAME (e.g. sentence-transformers/all-MiniLM-L6-v2); or pass a folder "
+                 "(--model /path/to/model)")
         raise ModelNotFound(
             f"model {name!r} is not in the local cache ({type(error).__name__}; downloads are off: HF_HUB_OFFLINE=1); "
-            f"download it first with `hf download {name}{revision_flag}` where there is network (into the hub "
-            f"cache, ~/.cache/huggingface or $HF_HOME), or pass a folder (--model /path/to/model); models that "
-            f"need no download: {', '.join(sorted(ALIASES))}"
+            f"{fetch}; models that need no download: {', '.join(sorted(ALIASES))}"
         ) from None
+
+
+def available_models() -> list[str]:
+    """Names that work here without a download: the aliases, the packaged models whose package is
+    installed, and the hub cache's models."""
+    names = list(ALIASES) + [hub for hub in PACKAGED_MODELS if packaged_model_path(hub) is not None]
+    try:
+        from huggingface_hub import scan_cache_dir
+
+        names += [repo.repo_id for repo in scan_cache_dir().repos if repo.repo_type == "model"]
+    except Exception:  # noqa: BLE001 - no hub cache yet, or an unreadable one: the rest still helps
+        pass
+    return names
+
+
+def _did_you_mean(name: str) -> str:
+    """'did you mean all-MiniLM-L6-v2? ' for the nearest model that works here, else ''."""
+    import difflib
+
+    names = available_models()
+    by_lower = {candidate.rsplit("/", 1)[-1].lower(): candidate for candidate in names}   # a hub name by its leaf too
+    by_lower.update({candidate.lower(): candidate for candidate in names})                 # an alias wins over its hub name
+    close = difflib.get_close_matches(name.lower().rsplit("/", 1)[-1], list(by_lower), n=1, cutoff=0.6)
+    if not close and len(name) >= 4:   # a fragment of a longer name: minilm -> all-MiniLM-L6-v2
+        close = [key for key in by_lower if name.lower() in key][:1]
+    return f"did you mean {by_lower[close[0]]}? " if close else ""

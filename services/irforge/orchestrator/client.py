@@ -73,17 +73,21 @@ class OrchestratorClient:
         job has ended. Raises ServiceUnavailable once nothing has answered for `reconnect_s`
         seconds; `on_reconnect(error)` is told of each lost connection."""
         last, down_since, pause = after, None, 0.5
+        answered = False   # reconnecting is for an orchestrator lost mid-watch, not for one never reached
         while True:
             try:
                 for event in self.watch(job_id, last):
-                    last, down_since, pause = event.sequence, None, 0.5
+                    last, down_since, pause, answered = event.sequence, None, 0.5, True
                     yield event
                 # A stream also ends cleanly when the orchestrator stops: only the record says
                 # whether the job has ended.
+                answered = True
                 if self.get(job_id).state.ended:
                     return
                 raise ServiceUnavailable(f"the orchestrator at {self.address} closed the watch of job {job_id} before it ended")
             except ServiceUnavailable as error:
+                if not answered:
+                    raise
                 down_since = down_since or time.monotonic()
                 if time.monotonic() - down_since > reconnect_s:
                     raise ServiceUnavailable(f"{error} (no answer for {reconnect_s:.0f} s; giving up)") from None
