@@ -20,14 +20,12 @@ from pathlib import Path
 import grpc
 
 from irforge.accounts import audit
-from irforge.accounts.authenticate import NO_CREDENTIAL, bearer_token, from_certificate, from_token
+from irforge.accounts.authenticate import MODES, NO_CREDENTIAL, NONE, TOKENS, bearer_token, from_certificate, from_token
 from irforge.accounts.identity import LOCAL_OPERATOR, Identity, Unauthenticated, acting_as
 from irforge.accounts.store import STATE_FILE, TOKEN_PREFIX, AccountsStore
 from irforge.common.grpc_errors import abort
 from irforge.common.grpc_server import ServiceBinding
 
-NONE, TOKENS = "none", "tokens"
-MODES = (NONE, TOKENS)
 OPERATOR_TOKEN_FILE = "operator.token"
 BOOTSTRAP_OPERATOR = "admin"
 MIN_TOKEN_CHARS = 32

@@ -8,7 +8,7 @@ import argparse
 import os
 from pathlib import Path
 
-from irforge.accounts.front_door import MODES as AUTH_MODES
+from irforge.accounts.authenticate import MODES as AUTH_MODES
 from irforge.common.logs import LOG_FORMATS
 from irforge.orchestrator.config import ROLES, OrchestratorSettings
 
