@@ -82,6 +82,14 @@ args:
   - --judge
   - /etc/irforge/judge/judge.yaml
 {{- end }}
+{{- if eq .component "orchestrator" }}
+  - --auth
+  - {{ $v.orchestrator.auth.mode | quote }}
+{{- if $v.orchestrator.auth.operatorToken.existingSecret }}
+  - --operator-token-file
+  - /etc/irforge/operator-token/{{ $v.orchestrator.auth.operatorToken.key }}
+{{- end }}
+{{- end }}
 {{- range $spec.extraArgs }}
   - {{ . | quote }}
 {{- end }}
@@ -163,6 +171,11 @@ args:
   mountPath: {{ .root.Values.persistence.datasets.mountPath }}
   readOnly: true
 {{- end }}
+{{- if and (eq .component "orchestrator") .root.Values.orchestrator.auth.operatorToken.existingSecret }}
+- name: operator-token
+  mountPath: /etc/irforge/operator-token
+  readOnly: true
+{{- end }}
 {{- end }}
 
 {{- define "irforge.podVolumes" -}}
@@ -192,6 +205,12 @@ args:
   persistentVolumeClaim:
     claimName: {{ $root.Values.persistence.datasets.existingClaim }}
     readOnly: true
+{{- end }}
+{{- with $root.Values.orchestrator.auth.operatorToken.existingSecret }}
+- name: operator-token
+  secret:
+    secretName: {{ . }}
+    defaultMode: 0440   # root and the pod's fsGroup: the non-root service reads it
 {{- end }}
 {{- end }}
 

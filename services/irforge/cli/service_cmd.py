@@ -23,6 +23,7 @@ from irforge.orchestrator.store import StoreInUse
 SERVICES = ("corpus", "evaluator", "models", "judge", "orchestrator", "all")
 # The platform's port convention (irforge serve, the Helm chart): one well-known port per role.
 DEFAULT_WORKERS = 16
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
 PARENT_PID_VARIABLE = "IRFORGE_PARENT_PID"  # set by `irforge serve` for the services it starts
 # The vectors and stores options that are not the corpus service's vector store (its --index-dir
 # and --elasticsearch-url are its own, above; it searches what clients ask, exactly or by HNSW).
@@ -72,7 +73,9 @@ def add_parser(subparsers) -> None:
     parser.set_defaults(handler=run_service, model=None)
 
 
-def build_bindings(args: argparse.Namespace, stack: ExitStack) -> list:
+def build_bindings(args: argparse.Namespace, stack: ExitStack, interceptors: list | None = None) -> list:
+    """The services `args` ask for; `interceptors` gets the server-wide ones they need (the
+    orchestrator's caller check)."""
     bindings = []
     if args.name in ("corpus", "all"):
         from irforge.corpus import server as corpus_server
@@ -112,7 +115,16 @@ def build_bindings(args: argparse.Namespace, stack: ExitStack) -> list:
         from irforge.orchestrator import server as orchestrator_server
         from irforge.orchestrator.config import start_orchestrator
 
-        bindings.append(orchestrator_server.binding(start_orchestrator(orchestrator_settings(args), stack)))
+        from irforge.accounts.front_door import open_front_door
+        from irforge.orchestrator.config import default_state_dir
+
+        settings = orchestrator_settings(args)
+        door = open_front_door(settings.state_dir or default_state_dir(), args.auth, stack, args.operator_token_file)
+        if door.notice:
+            print(f"irforge orchestrator: {door.notice}", flush=True)
+        if interceptors is not None:
+            interceptors.append(door.check)
+        bindings += [orchestrator_server.binding(start_orchestrator(settings, stack)), door.binding]
     return bindings
 
 
@@ -140,9 +152,14 @@ def run_service(args: argparse.Namespace) -> int:
         start_observability(args.name, args.host, args.metrics_port, args.log_format, stack)
         try:
             tls = ServerTls.from_settings(args.tls_cert, args.tls_key, args.tls_client_ca)
-            running = start_server(build_bindings(args, stack), host=args.host,
+            if args.name == "orchestrator" and args.auth != "none" and tls is None and args.host not in LOOPBACK:
+                print(f"irforge {args.name} service: warning: --auth {args.auth} without TLS on {args.host}: tokens cross "
+                      "the network readable by anyone on the path; serve TLS (--tls-cert, --tls-key; docs/security.md)",
+                      file=sys.stderr, flush=True)
+            interceptors: list = []
+            running = start_server(build_bindings(args, stack, interceptors), host=args.host,
                                    port=DEFAULT_PORTS[args.name] if args.port is None else args.port, max_workers=args.workers,
-                                   tls=tls)
+                                   tls=tls, interceptors=tuple(interceptors))
         except (PortUnavailable, StoreInUse, ValueError) as error:
             print(f"irforge service {args.name}: error: {error}", file=sys.stderr, flush=True)
             return 2
