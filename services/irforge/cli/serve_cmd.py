@@ -60,6 +60,8 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--no-judge", action="store_true", help="no judge service")
     parser.add_argument("--model", default=DEFAULT_MODEL, help=f"model the models service serves (default {DEFAULT_MODEL})")
     parser.add_argument("--job-workers", type=int, default=2, help="jobs the orchestrator runs at once")
+    parser.add_argument("--daily-submission-limit", type=int, default=10, metavar="N",
+                        help="leaderboard submissions a team may make per UTC day (default 10; docs/leaderboard.md)")
     backends = parser.add_argument_group("backends (passed to the corpus and judge services)")
     backends.add_argument("--backend", choices=("embedded", "elasticsearch"), default="embedded", help="lexical backend")
     backends.add_argument("--elasticsearch-url", help="Elasticsearch URL (default $IRFORGE_ELASTICSEARCH_URL)")
@@ -184,7 +186,8 @@ def start_platform(args, logs: Path) -> list[ServiceProcess]:
         # ... and the orchestrator last, given their addresses.
         addresses = {s.role: s.address for s in services}
         extra = [f"--{'encoder' if role == 'models' else role}-server={address}" for role, address in addresses.items()]
-        orchestrator = _start("orchestrator", [*extra, "--job-workers", str(args.job_workers)], args, env, logs)
+        orchestrator = _start("orchestrator", [*extra, "--job-workers", str(args.job_workers),
+                                                "--daily-submission-limit", str(args.daily_submission_limit)], args, env, logs)
         services.append(orchestrator)
         _wait_healthy(orchestrator, args.startup_timeout, args.host)
     except BaseException:

@@ -109,11 +109,29 @@ def build_bindings(args: argparse.Namespace, stack: ExitStack) -> list:
 
         bindings.append(judge_server.binding(stack.enter_context(open_judge(args.judge, args.store))))
     if args.name == "orchestrator":
+        from irforge.leaderboard import server as leaderboard_server
         from irforge.orchestrator import server as orchestrator_server
         from irforge.orchestrator.config import start_orchestrator
 
-        bindings.append(orchestrator_server.binding(start_orchestrator(orchestrator_settings(args), stack)))
+        orchestrator = start_orchestrator(orchestrator_settings(args), stack)
+        leaderboard = start_leaderboard(orchestrator, args, stack)
+        bindings.append(orchestrator_server.binding(orchestrator, leaderboard.disclosure))
+        bindings.append(leaderboard_server.binding(leaderboard))
     return bindings
+
+
+def start_leaderboard(orchestrator, args: argparse.Namespace, stack: ExitStack):
+    """The leaderboard in the orchestrator's process (its Leaderboard service beside the
+    Orchestrator, sharing the state dir), with its log scrubber on this process's log handlers.
+    No authentication front door binds a caller yet, so every caller acts as the local operator."""
+    from irforge.accounts.identity import LOCAL_OPERATOR
+    from irforge.app.leaderboard import Leaderboard
+    from irforge.leaderboard.disclosure import scrub_logs
+
+    leaderboard = Leaderboard(orchestrator, daily_limit=args.daily_submission_limit, default_identity=LOCAL_OPERATOR)
+    stack.callback(leaderboard.close)
+    scrub_logs(leaderboard.disclosure)
+    return leaderboard
 
 
 def corpus_vectors(args: argparse.Namespace):

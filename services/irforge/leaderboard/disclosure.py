@@ -17,6 +17,7 @@ Operators see everything: they hold the qrels anyway.
 from __future__ import annotations
 
 import json
+import logging
 import math
 import re
 import threading
@@ -124,6 +125,12 @@ class Disclosure:
                 return self._guard(Path(qrels)), policy
         return None
 
+    def scrub_all(self, text: str) -> str:
+        """`text` with every line naming a judged pair of any closed dataset withheld."""
+        for qrels, _ in self.closed_datasets().values():
+            text = self._guard(Path(qrels)).scrub(text)
+        return text
+
     def _guard(self, qrels: Path) -> QrelsGuard:
         with self._lock:
             if qrels not in self._guards:
@@ -154,3 +161,33 @@ class Disclosure:
         if name.endswith(SERVED_RUN_SUFFIXES):
             return path
         return None
+
+
+class LogScrubber(logging.Filter):
+    """A log handler's filter: a line naming a judged pair of any closed dataset is withheld, so
+    the service's logs (which `irforge serve` keeps under the state dir, and a cluster ships
+    elsewhere) never carry one, whatever logged it (a job's failure, a traceback)."""
+
+    def __init__(self, disclosure: Disclosure):
+        super().__init__()
+        self.disclosure = disclosure
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = record.getMessage()
+        scrubbed = self.disclosure.scrub_all(text)
+        if scrubbed != text:
+            record.msg, record.args = scrubbed, None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = self.disclosure.scrub_all(record.exc_text)
+        return True
+
+
+def scrub_logs(disclosure: Disclosure, logger: logging.Logger | None = None) -> LogScrubber:
+    """Install a LogScrubber on every handler of `logger` (the root logger's: where the service's
+    logging is configured, irforge.common.logs)."""
+    scrubber = LogScrubber(disclosure)
+    for handler in (logger or logging.getLogger()).handlers:
+        handler.addFilter(scrubber)
+    return scrubber
