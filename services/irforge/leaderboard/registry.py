@@ -20,7 +20,7 @@ from pathlib import Path
 from irforge.data import BeirDataset
 from irforge.data.errors import DataFormatError
 from irforge.leaderboard.board import CATEGORIES, BoardError, main_metric_for
-from irforge.leaderboard.errors import LeaderboardError
+from irforge.leaderboard.errors import DatasetExists, LeaderboardError
 from irforge.leaderboard.store import DatasetRecord, LeaderboardStore
 
 NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
@@ -78,7 +78,7 @@ class Registry:
         (a bad file is refused here, naming it). The caller commits or discards the staging folder."""
         checked_name(name)
         if self.store.has_dataset(name) or self.folder(name).exists():
-            raise LeaderboardError(f"a dataset named {name!r} is registered already")
+            raise DatasetExists(f"a dataset named {name!r} is registered already")
         try:
             original = BeirDataset.open(source)
             files = [original.corpus_path, original.queries_path, original.qrels_path(split)]
