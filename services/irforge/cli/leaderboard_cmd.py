@@ -53,7 +53,8 @@ def add_parsers(subparsers) -> None:
 
     submit = commands.add_parser("submit", help="submit a system to a dataset: a run file, an endpoint spec or a configuration",
                                  description="Each submission counts against your team's daily limit, refused ones "
-                                 "included, and is kept with its SHA-256. Prints its id and its job's.")
+                                 "included, and is kept with its SHA-256. Prints its job's id (follow it with `irforge "
+                                 "watch JOB`).")
     submit.add_argument("--dataset", required=True, metavar="NAME")
     submit.add_argument("--system", required=True, metavar="NAME", help="your name for the system (a board row)")
     submit.add_argument("--category", choices=("retrieval", "reranking"), default="retrieval",
@@ -109,7 +110,8 @@ def add_parsers(subparsers) -> None:
 def run_register(args: argparse.Namespace) -> int:
     try:
         with _client(args) as client:
-            dataset = client.register_dataset(args.name, args.source, split=args.split, task=args.task,
+            # As `irforge submit`'s paths: resolved where typed, read on the orchestrator's filesystem.
+            dataset = client.register_dataset(args.name, str(Path(args.source).resolve()), split=args.split, task=args.task,
                                               main_metric=args.main_metric, language=args.language, closed=args.closed,
                                               per_query=args.per_query)
     except _errors() as error:
@@ -153,8 +155,10 @@ def run_submit(args: argparse.Namespace) -> int:
             submission = client.submit(dataset=args.dataset, system=args.system, category=args.category, kind=kind, data=data)
     except _errors() as error:
         return _fail(args, error)
+    # The job id alone on stdout, as `irforge submit` prints it: JOB=$(irforge leaderboard submit ...).
+    print(submission.job_id)
     print(f"submission {submission.submission_id} (sha256 {submission.fingerprint}): job {submission.job_id} "
-          f"{submission.state}; follow it with `irforge leaderboard submissions`")
+          f"{submission.state}; follow it with `irforge watch {submission.job_id}`", file=sys.stderr)
     return 0
 
 
