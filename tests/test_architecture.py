@@ -79,6 +79,7 @@ SERVERS_AND_CLIENTS = [
     ("irforge.judge.server", "irforge.judge.client"),
     ("irforge.orchestrator.server", "irforge.orchestrator.client"),
     ("irforge.leaderboard.server", "irforge.leaderboard.client"),
+    ("irforge.accounts.server", "irforge.accounts.client"),
 ]
 
 

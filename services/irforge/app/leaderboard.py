@@ -2,8 +2,8 @@
 web pages): register a closed-book dataset, list datasets and their candidates, submit, read
 one's submissions, and the entries and board the rankings are built from.
 
-Who asks is `current_identity()` (bound by the front door; `default_identity` when none is, as
-under `--auth none`): operators register datasets and see every submission; a team submits
+Who asks is the caller the front door bound (irforge.orchestrator.owners.caller: in-process
+calls with none bound act as the local operator): operators register datasets and see every submission; a team submits
 within its daily limit and sees its own submissions only, another team's answering NOT_FOUND.
 """
 
@@ -40,7 +40,7 @@ class SubmissionStatus:
 
 class Leaderboard:
     def __init__(self, orchestrator, *, daily_limit: int | None = DEFAULT_DAILY_LIMIT,
-                 team_limit: Callable[[str], int | None] | None = None, default_identity: Identity | None = None):
+                 team_limit: Callable[[str], int | None] | None = None):
         """`daily_limit`: a team's submissions per UTC day unless `team_limit(team)` (the
         accounts store's) names its own; None: unlimited."""
         self.orchestrator = orchestrator
@@ -49,7 +49,7 @@ class Leaderboard:
         self.registry = Registry(self.root, self.store)
         self.daily_limit = daily_limit
         self.team_limit = team_limit
-        self.disclosure = Disclosure(self.root, self._closed_datasets, default_identity)
+        self.disclosure = Disclosure(self.root, self._closed_datasets)
 
     def close(self) -> None:
         self.store.close()

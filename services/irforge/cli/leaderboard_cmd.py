@@ -9,19 +9,18 @@ import json
 import sys
 from pathlib import Path
 
-from irforge.cli.jobs_cmd import _add_server
+from irforge.cli.caller import add_caller_arguments as _add_server
 
 KINDS = ("run", "endpoint", "config")
 
 
 def _errors():
-    from irforge.accounts.identity import Forbidden, Unauthenticated
+    from irforge.accounts.errors import USER_ERRORS as ACCOUNT_ERRORS
     from irforge.leaderboard.board import BoardError
     from irforge.leaderboard.errors import DatasetNotFound, LeaderboardError, LimitReached, SubmissionNotFound
     from irforge.orchestrator.errors import JobSpecError
 
-    return (LeaderboardError, LimitReached, DatasetNotFound, SubmissionNotFound, Forbidden, Unauthenticated, BoardError,
-            JobSpecError)
+    return (LeaderboardError, LimitReached, DatasetNotFound, SubmissionNotFound, BoardError, JobSpecError, *ACCOUNT_ERRORS)
 
 
 def _fail(args, error: Exception) -> int:
@@ -30,9 +29,10 @@ def _fail(args, error: Exception) -> int:
 
 
 def _client(args):
+    from irforge.cli.caller import token_from
     from irforge.leaderboard.client import LeaderboardClient
 
-    return LeaderboardClient(args.server)
+    return LeaderboardClient(args.server, token=token_from(args))
 
 
 def add_parsers(subparsers) -> None:
@@ -83,8 +83,10 @@ def add_parsers(subparsers) -> None:
     _add_server(show)
     show.set_defaults(handler=run_show)
 
-    admin = subparsers.add_parser("admin", help="operator commands: datasets of the leaderboard")
-    areas = admin.add_subparsers(dest="admin_command", required=True, metavar="AREA")
+
+
+def add_admin_parsers(areas) -> None:
+    """`irforge admin dataset ...`, under the admin command irforge.cli.admin_cmd makes."""
     dataset = areas.add_parser("dataset", help="closed-book datasets")
     actions = dataset.add_subparsers(dest="dataset_command", required=True, metavar="ACTION")
     register = actions.add_parser("register", help="copy a BEIR folder on the server into the leaderboard and compute "

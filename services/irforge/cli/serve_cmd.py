@@ -17,12 +17,14 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from irforge.accounts.authenticate import MODES as AUTH_MODES
 from irforge.config import DEFAULT_MODEL
 
 # Role -> offset from --base-port (the platform's default ports: 50050 + offset).
 PORT_OFFSETS = {"orchestrator": 0, "corpus": 1, "evaluator": 2, "models": 3, "judge": 4}
 LISTENING = re.compile(r"irforge \w+ service listening on (\S+):(\d+)")
 STOP_GRACE_S = 15.0
+OPERATOR_NOTICE = re.compile(r"^irforge orchestrator: (operator token .*)$", re.MULTILINE)
 
 
 class StartupError(RuntimeError):
@@ -62,6 +64,10 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--job-workers", type=int, default=2, help="jobs the orchestrator runs at once")
     parser.add_argument("--daily-submission-limit", type=int, default=10, metavar="N",
                         help="leaderboard submissions a team may make per UTC day (default 10; docs/leaderboard.md)")
+    parser.add_argument("--auth", choices=AUTH_MODES, default="none",
+                        help="who may call the orchestrator: none (default: you, on this machine) or tokens (teams and "
+                             "operators; the first operator token is written to STATE_DIR/orchestrator/operator.token; "
+                             "docs/accounts.md)")
     backends = parser.add_argument_group("backends (passed to the corpus and judge services)")
     backends.add_argument("--backend", choices=("embedded", "elasticsearch"), default="embedded", help="lexical backend")
     backends.add_argument("--elasticsearch-url", help="Elasticsearch URL (default $IRFORGE_ELASTICSEARCH_URL)")
@@ -186,7 +192,7 @@ def start_platform(args, logs: Path) -> list[ServiceProcess]:
         # ... and the orchestrator last, given their addresses.
         addresses = {s.role: s.address for s in services}
         extra = [f"--{'encoder' if role == 'models' else role}-server={address}" for role, address in addresses.items()]
-        orchestrator = _start("orchestrator", [*extra, "--job-workers", str(args.job_workers),
+        orchestrator = _start("orchestrator", [*extra, "--job-workers", str(args.job_workers), "--auth", args.auth,
                                                 "--daily-submission-limit", str(args.daily_submission_limit)], args, env, logs)
         services.append(orchestrator)
         _wait_healthy(orchestrator, args.startup_timeout, args.host)
@@ -237,6 +243,9 @@ def _serve(args: argparse.Namespace) -> int:
     for service in services:
         print(f"irforge serve: {service.role} at {service.address} (pid {service.process.pid}, log {service.log})", flush=True)
     orchestrator = services[-1].address
+    notice = OPERATOR_NOTICE.search(services[-1].log.read_text(encoding="utf-8", errors="replace"))
+    if notice:   # --auth tokens: where the operator's token is (never the token itself)
+        print(f"irforge serve: {notice.group(1)}", flush=True)
     print(f"irforge serve: ready; submit jobs with `irforge submit --server {orchestrator} ...` (Ctrl-C stops all)", flush=True)
     exit_code = 0
     while not stop.wait(0.5):

@@ -72,7 +72,9 @@ def add_parser(subparsers) -> None:
     parser.set_defaults(handler=run_service, model=None)
 
 
-def build_bindings(args: argparse.Namespace, stack: ExitStack) -> list:
+def build_bindings(args: argparse.Namespace, stack: ExitStack, interceptors: list | None = None) -> list:
+    """The services `args` ask for; `interceptors` gets the server-wide ones they need (the
+    orchestrator's caller check)."""
     bindings = []
     if args.name in ("corpus", "all"):
         from irforge.corpus import server as corpus_server
@@ -113,22 +115,37 @@ def build_bindings(args: argparse.Namespace, stack: ExitStack) -> list:
         from irforge.orchestrator import server as orchestrator_server
         from irforge.orchestrator.config import start_orchestrator
 
-        orchestrator = start_orchestrator(orchestrator_settings(args), stack)
-        leaderboard = start_leaderboard(orchestrator, args, stack)
-        bindings.append(orchestrator_server.binding(orchestrator, leaderboard.disclosure))
-        bindings.append(leaderboard_server.binding(leaderboard))
+        from irforge.accounts.front_door import open_front_door
+        from irforge.orchestrator.config import default_state_dir
+
+        settings = orchestrator_settings(args)
+        door = open_front_door(settings.state_dir or default_state_dir(), args.auth, stack, args.operator_token_file)
+        if door.notice:
+            print(f"irforge orchestrator: {door.notice}", flush=True)
+        if interceptors is not None:
+            interceptors.append(door.check)
+        orchestrator = start_orchestrator(settings, stack)
+        leaderboard = start_leaderboard(orchestrator, door.store, args, stack)
+        bindings += [orchestrator_server.binding(orchestrator, leaderboard.disclosure), door.binding,
+                     leaderboard_server.binding(leaderboard)]
     return bindings
 
 
-def start_leaderboard(orchestrator, args: argparse.Namespace, stack: ExitStack):
+def start_leaderboard(orchestrator, accounts, args: argparse.Namespace, stack: ExitStack):
     """The leaderboard in the orchestrator's process (its Leaderboard service beside the
     Orchestrator, sharing the state dir), with its log scrubber on this process's log handlers.
-    No authentication front door binds a caller yet, so every caller acts as the local operator."""
-    from irforge.accounts.identity import LOCAL_OPERATOR
+    The accounts front door binds the caller of every call; a team's own daily limit comes
+    from the accounts store, else --daily-submission-limit."""
     from irforge.app.leaderboard import Leaderboard
     from irforge.leaderboard.disclosure import scrub_logs
 
-    leaderboard = Leaderboard(orchestrator, daily_limit=args.daily_submission_limit, default_identity=LOCAL_OPERATOR)
+    def team_limit(team: str) -> int | None:
+        try:
+            return accounts.team(team).daily_submission_limit
+        except LookupError:   # an operator's name, or a team removed since: the platform's default
+            return None
+
+    leaderboard = Leaderboard(orchestrator, daily_limit=args.daily_submission_limit, team_limit=team_limit)
     stack.callback(leaderboard.close)
     scrub_logs(leaderboard.disclosure)
     return leaderboard
@@ -158,9 +175,10 @@ def run_service(args: argparse.Namespace) -> int:
         start_observability(args.name, args.host, args.metrics_port, args.log_format, stack)
         try:
             tls = ServerTls.from_settings(args.tls_cert, args.tls_key, args.tls_client_ca)
-            running = start_server(build_bindings(args, stack), host=args.host,
+            interceptors: list = []
+            running = start_server(build_bindings(args, stack, interceptors), host=args.host,
                                    port=DEFAULT_PORTS[args.name] if args.port is None else args.port, max_workers=args.workers,
-                                   tls=tls)
+                                   tls=tls, interceptors=tuple(interceptors))
         except (PortUnavailable, StoreInUse, ValueError) as error:
             print(f"irforge service {args.name}: error: {error}", file=sys.stderr, flush=True)
             return 2

@@ -8,6 +8,7 @@ import argparse
 import os
 from pathlib import Path
 
+from irforge.accounts.authenticate import MODES as AUTH_MODES
 from irforge.common.logs import LOG_FORMATS
 from irforge.orchestrator.config import ROLES, OrchestratorSettings
 
@@ -29,6 +30,14 @@ def add_orchestrator_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--state-dir", type=Path, help="job store (jobs.sqlite3) and job folders "
                        "(default $IRFORGE_STATE_DIR or the user data dir's irforge/orchestrator)")
     group.add_argument("--job-workers", type=int, default=2, help="jobs run at once (default 2)")
+    group.add_argument("--auth", choices=AUTH_MODES, default=os.environ.get("IRFORGE_AUTH") or "none",
+                       help="who may call: none (every caller is the local operator: one person's machine) or tokens "
+                            "(a team's or operator's token, or a client certificate mapped to a team; docs/accounts.md) "
+                            "(default $IRFORGE_AUTH or none)")
+    group.add_argument("--operator-token-file", type=Path, metavar="FILE",
+                       default=os.environ.get("IRFORGE_OPERATOR_TOKEN_FILE") or None,
+                       help="--auth tokens: the operator's token; written there (mode 0600) when the platform has none "
+                            "yet, registered when it holds a new one (a Secret) (default STATE_DIR/operator.token)")
     group.add_argument("--allowed-root", dest="allowed_roots", type=Path, action="append", metavar="DIR",
                        help="refuse jobs whose dataset, spec files or output lie outside DIR (repeatable; default "
                             "$IRFORGE_ALLOWED_ROOTS, colon-separated; none: any path — set it on a shared platform)")
