@@ -126,3 +126,61 @@ def test_a_baseline_must_name_one_row():
     with pytest.raises(BoardError, match="no row 'x/y' on this board"):
         build_board(entries, baseline="x/y")
     assert build_board(entries, baseline="t/s/reranking", resamples=100).baseline == "t/s/reranking"
+
+
+# ---- rendering ----------------------------------------------------------------------------------------
+
+def rendered_entries():
+    return [entry("1", "t1", "top", "d1", [1, 1, 1, 1]), entry("2", "t1", "top", "d2", [1, 1, 0, 0]),
+            entry("3", "<script>x</script>", "a|b", "d1", [0, 0, 0, 1], judged=0.25)]
+
+
+def test_text_and_markdown_show_marks_judged_and_why_a_row_has_no_mean():
+    from irforge.leaderboard.board_render import render_board_text
+
+    board = build_board(rendered_entries(), resamples=100)
+    lines = render_board_text(board).splitlines()
+    assert lines[0].split() == ["rank", "team", "system", "category", "d1", "nDCG@10", "d1", "Judged@10", "d2", "nDCG@10",
+                                "d2", "Judged@10", "mean", "nDCG@10", "95%", "CI", "rank", "range", "vs", "next"]
+    # by hand: top is 1.0 on d1 (best), 0.5 on d2, mean 0.75; the other row 0.25 on d1, Judged@10 0.25, no d2
+    assert lines[1].split()[:10] == ["1", "a", "t1", "top", "retrieval", "1.0000*", "1.0000", "0.5000*", "1.0000", "0.7500"]
+    assert lines[2].split() == ["—", "b", "<script>x</script>", "a|b", "retrieval", "0.2500", "0.2500", "—", "—", "—", "—",
+                                "—", "—"]
+    assert "<script>x</script>/a|b/retrieval: no mean: no done submission on d2" in lines
+    markdown = render_board_text(board, "markdown").splitlines()
+    assert markdown[3].startswith("| — | b | <script>x</script> | a\\|b | retrieval | 0.2500 | 0.2500 | — |")
+
+
+def test_html_table_is_the_report_s_table_with_escaped_labels():
+    from html.parser import HTMLParser
+
+    from irforge.leaderboard.board_render import board_headers, board_table
+
+    class Cells(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.tables, self.rows, self.tags = [], [], []
+
+        def handle_starttag(self, name, attrs):
+            self.tags.append(name)
+            if name == "table":
+                self.tables.append(dict(attrs))
+            if name == "tr":
+                self.rows.append([])
+            if name in ("td", "th"):
+                self.rows[-1].append("")
+
+        def handle_data(self, data):
+            if self.rows and self.rows[-1]:
+                self.rows[-1][-1] += data
+
+    board = build_board(rendered_entries(), resamples=100, baseline="t1/top")
+    html = board_table(board)
+    parsed = Cells()
+    parsed.feed(html)
+    assert parsed.tables == [{"class": "data sortable", "data-table": "leaderboard"}]
+    assert "script" not in parsed.tags                                   # a team's name is text, never markup
+    assert parsed.rows[0] == board_headers(board)
+    assert parsed.rows[1][:6] == ["1", "a", "t1", "top (baseline)", "retrieval", "1.0000"]
+    assert parsed.rows[2][:7] == ["—", "b", "<script>x</script>", "a|b", "retrieval", "0.2500", "0.2500"]
+    assert '<td class="num best" data-sort="1.0"><strong>1.0000</strong></td>' in html
