@@ -64,6 +64,10 @@ def test_the_cli_submits_lists_and_shows_the_board(served, tmp_path, monkeypatch
     [row] = board["rows"]
     assert (row["team"], row["system"], row["category"]) == ("team-a", "bm25", "reranking")
     assert row["scores"]["scifact"]["value"] == pytest.approx(listed["metrics"]["nDCG@10"])
+    assert main(["leaderboard", "show", "--markdown", *flags]) == 0
+    table = capsys.readouterr().out.splitlines()
+    assert table[0].startswith("| rank |") and "scifact nDCG@10" in table[0]
+    assert f"{listed['metrics']['nDCG@10']:.4f}" in next(line for line in table if "| bm25 |" in line)
 
 
 def test_registering_over_grpc_is_an_operators(served, scifact_tiny, monkeypatch, capsys):
