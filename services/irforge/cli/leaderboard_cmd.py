@@ -46,7 +46,7 @@ def add_parsers(subparsers) -> None:
 
     candidates = commands.add_parser("candidates", help="download a dataset's fixed BM25 top 100 (the reranking category's "
                                      "candidates; a TREC run, no label in it)")
-    candidates.add_argument("dataset", metavar="NAME")
+    candidates.add_argument("dataset", metavar="NAME", help="the registered dataset (irforge leaderboard datasets)")
     candidates.add_argument("--out", type=Path, required=True, metavar="FILE", help="where to write the TREC run")
     _add_server(candidates)
     candidates.set_defaults(handler=run_candidates)
@@ -55,7 +55,7 @@ def add_parsers(subparsers) -> None:
                                  description="Each submission counts against your team's daily limit, refused ones "
                                  "included, and is kept with its SHA-256. Prints its job's id (follow it with `irforge "
                                  "watch JOB`).")
-    submit.add_argument("--dataset", required=True, metavar="NAME")
+    submit.add_argument("--dataset", required=True, metavar="NAME", help="the registered dataset to submit to")
     submit.add_argument("--system", required=True, metavar="NAME", help="your name for the system (a board row)")
     submit.add_argument("--category", choices=("retrieval", "reranking"), default="retrieval",
                         help="retrieval (default), or reranking the dataset's BM25 top 100")
@@ -72,13 +72,13 @@ def add_parsers(subparsers) -> None:
     listed.set_defaults(handler=run_submissions)
 
     show = commands.add_parser("show", help="the board: systems x datasets, main metric (Judged@10), mean and rank")
-    show.add_argument("--category", choices=("retrieval", "reranking"))
+    show.add_argument("--category", choices=("retrieval", "reranking"), help="only this category's rows (default both)")
     show.add_argument("--dataset", action="append", dest="datasets", metavar="NAME", help="only these datasets (repeatable)")
-    show.add_argument("--language", metavar="CODE")
-    show.add_argument("--task", metavar="TASK")
-    show.add_argument("--since", metavar="DATE")
-    show.add_argument("--until", metavar="DATE")
-    show.add_argument("--baseline", metavar="TEAM/SYSTEM")
+    show.add_argument("--language", metavar="CODE", help="only datasets in this language (ISO 639-1)")
+    show.add_argument("--task", metavar="TASK", help="only datasets of this task (qa, long-doc, ...)")
+    show.add_argument("--since", metavar="DATE", help="only submissions made on or after this ISO date or time (UTC)")
+    show.add_argument("--until", metavar="DATE", help="only submissions made on or before this ISO date or time (UTC)")
+    show.add_argument("--baseline", metavar="TEAM/SYSTEM", help="test every row against this one too (a letter per cell)")
     shape = show.add_mutually_exclusive_group()
     shape.add_argument("--json", action="store_true", help="the board as JSON")
     shape.add_argument("--markdown", action="store_true", help="the board as a Markdown table")
@@ -95,12 +95,13 @@ def add_admin_parsers(areas) -> None:
                                   "its BM25 top 100 once",
                                   description="The folder is read on the orchestrator's filesystem; its corpus, queries "
                                   "and the split's qrels are copied into the state dir, where the qrels stay.")
-    register.add_argument("name", metavar="NAME")
+    register.add_argument("name", metavar="NAME", help="the dataset's name on the board (lower-case letters, digits, . _ -)")
     register.add_argument("--from", dest="source", required=True, metavar="FOLDER", help="a BEIR folder on the server")
-    register.add_argument("--split", default="test")
+    register.add_argument("--split", default="test", help="the qrels/<split>.tsv to copy and evaluate (default test)")
     register.add_argument("--task", default="qa", help="qa (main metric nDCG@10) or long-doc (R@10), as AIR-Bench")
     register.add_argument("--main-metric", metavar="MEASURE", help="instead of the task's")
-    register.add_argument("--language", default="en", metavar="CODE")
+    register.add_argument("--language", default="en", metavar="CODE",
+                          help="ISO 639-1 code: BM25's analysis for the candidates, and a board filter (default en)")
     openness = register.add_mutually_exclusive_group()
     openness.add_argument("--closed", dest="closed", action="store_true", default=True,
                           help="qrels hidden from teams (the default)")
