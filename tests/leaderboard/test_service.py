@@ -81,3 +81,26 @@ def test_registering_over_grpc_is_an_operators(served, scifact_tiny, monkeypatch
     assert "registered tiny: 3 queries" in capsys.readouterr().out
     assert main(["leaderboard", "datasets", *flags]) == 0
     assert "tiny  test  long-doc  R@10  en  open  per-query shown" in capsys.readouterr().out
+
+
+def test_the_board_is_everyones_but_a_submission_its_teams(served, tmp_path):
+    """Team B reads a board holding team A's row (aggregates), but not team A's submission or job."""
+    from irforge.orchestrator.client import OrchestratorClient
+    from irforge.orchestrator.errors import JobNotFound
+    from irforge.leaderboard.errors import SubmissionNotFound
+
+    token_b = served.accounts.create_team("team-b")
+    data = served.leaderboard.candidates("scifact").read_bytes()
+    with LeaderboardClient(served.address, token=served.team_token) as client:
+        mine = client.submit(dataset="scifact", system="bm25", category="retrieval", kind="run", data=data)
+    wait_done(served.orchestrator, mine.job_id)
+    with LeaderboardClient(served.address, token=token_b) as client:
+        board, text = client.board()
+        assert [(r["team"], r["system"]) for r in board["rows"]] == [("team-a", "bm25")]
+        assert "team-a" in text
+        assert client.submissions() == []
+        with pytest.raises(SubmissionNotFound):
+            client.submission(mine.submission_id)
+    with OrchestratorClient(served.address, token=token_b) as jobs:
+        with pytest.raises(JobNotFound):
+            jobs.get(mine.job_id)

@@ -198,18 +198,22 @@ class Leaderboard:
 
     # -- the board ----------------------------------------------------------------------------
     def entries(self):
-        """Every done submission as a board Entry, per-query values filled in (server side only:
-        the Board built from them holds aggregates and p-values, never a per-query value)."""
+        """Every done submission of every team as a board Entry, per-query values filled in
+        (server side only: the Board built from them holds aggregates and p-values, never a
+        per-query value). The board is everyone's, so the jobs are read from the job store and
+        folders directly, not through the caller's view of jobs (a team sees its own only)."""
         from irforge.leaderboard.board import Entry
+        from irforge.results.reading import read_results
 
         datasets = {d.name: d for d in self.store.datasets()}
         entries = []
         for record in self.store.submissions(None, limit=1_000_000):
             if record.state != "submitted" or record.dataset not in datasets:
                 continue
-            if self.orchestrator.get(record.job_id).state != JobState.SUCCEEDED:
+            if self.orchestrator.store.job(record.job_id).state != JobState.SUCCEEDED:
                 continue
-            dataset, results = datasets[record.dataset], self._results(record.job_id)
+            dataset = datasets[record.dataset]
+            results = read_results(self.orchestrator.job_dir(record.job_id) / "results" / "results.json", required=())
             metric = dataset.main_metric
             entries.append(Entry(
                 submission_id=record.submission_id, team=record.team, system=record.system, category=record.category,
