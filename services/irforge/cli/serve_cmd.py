@@ -66,6 +66,8 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--no-judge", action="store_true", help="no judge service")
     parser.add_argument("--model", default=DEFAULT_MODEL, help=f"model the models service serves (default {DEFAULT_MODEL})")
     parser.add_argument("--job-workers", type=int, default=2, help="jobs the orchestrator runs at once")
+    parser.add_argument("--daily-submission-limit", type=int, default=10, metavar="N",
+                        help="leaderboard submissions a team may make per UTC day (default 10; docs/leaderboard.md)")
     parser.add_argument("--auth", choices=AUTH_MODES, default="none",
                         help="who may call the orchestrator: none (default: you, on this machine) or tokens (teams and "
                              "operators; the first operator token is written to STATE_DIR/orchestrator/operator.token; "
@@ -197,8 +199,8 @@ def start_platform(args, logs: Path) -> list[ServiceProcess]:
         # ... and the orchestrator last, given their addresses.
         addresses = {s.role: s.address for s in services}
         extra = [f"--{'encoder' if role == 'models' else role}-server={address}" for role, address in addresses.items()]
-        orchestrator = _start("orchestrator", [*extra, "--job-workers", str(args.job_workers), "--auth", args.auth],
-                              args, env, logs)
+        orchestrator = _start("orchestrator", [*extra, "--job-workers", str(args.job_workers), "--auth", args.auth,
+                                                "--daily-submission-limit", str(args.daily_submission_limit)], args, env, logs)
         services.append(orchestrator)
         _wait_healthy(orchestrator, args.startup_timeout, args.host)
     except BaseException:

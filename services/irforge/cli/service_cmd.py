@@ -112,6 +112,7 @@ def build_bindings(args: argparse.Namespace, stack: ExitStack, interceptors: lis
 
         bindings.append(judge_server.binding(stack.enter_context(open_judge(args.judge, args.store))))
     if args.name == "orchestrator":
+        from irforge.leaderboard import server as leaderboard_server
         from irforge.orchestrator import server as orchestrator_server
         from irforge.orchestrator.config import start_orchestrator
 
@@ -124,8 +125,31 @@ def build_bindings(args: argparse.Namespace, stack: ExitStack, interceptors: lis
             print(f"irforge orchestrator: {door.notice}", flush=True)
         if interceptors is not None:
             interceptors.append(door.check)
-        bindings += [orchestrator_server.binding(start_orchestrator(settings, stack)), door.binding]
+        orchestrator = start_orchestrator(settings, stack)
+        leaderboard = start_leaderboard(orchestrator, door.store, args, stack)
+        bindings += [orchestrator_server.binding(orchestrator, leaderboard.disclosure), door.binding,
+                     leaderboard_server.binding(leaderboard)]
     return bindings
+
+
+def start_leaderboard(orchestrator, accounts, args: argparse.Namespace, stack: ExitStack):
+    """The leaderboard in the orchestrator's process (its Leaderboard service beside the
+    Orchestrator, sharing the state dir), with its log scrubber on this process's log handlers.
+    The accounts front door binds the caller of every call; a team's own daily limit comes
+    from the accounts store, else --daily-submission-limit."""
+    from irforge.app.leaderboard import Leaderboard
+    from irforge.leaderboard.disclosure import scrub_logs
+
+    def team_limit(team: str) -> int | None:
+        try:
+            return accounts.team(team).daily_submission_limit
+        except LookupError:   # an operator's name, or a team removed since: the platform's default
+            return None
+
+    leaderboard = Leaderboard(orchestrator, daily_limit=args.daily_submission_limit, team_limit=team_limit)
+    stack.callback(leaderboard.close)
+    scrub_logs(leaderboard.disclosure)
+    return leaderboard
 
 
 def corpus_vectors(args: argparse.Namespace):
