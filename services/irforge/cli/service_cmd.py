@@ -72,8 +72,11 @@ def add_parser(subparsers) -> None:
     parser.set_defaults(handler=run_service, model=None)
 
 
-def build_bindings(args: argparse.Namespace, stack: ExitStack) -> list:
+def build_bindings(args: argparse.Namespace, stack: ExitStack, cores: dict | None = None) -> list:
+    """The gRPC bindings of the service; `cores` receives the core objects other front doors need
+    (the orchestrator, for the web page in the same process)."""
     bindings = []
+    cores = {} if cores is None else cores
     if args.name in ("corpus", "all"):
         from irforge.corpus import server as corpus_server
         from irforge.corpus.core import CorpusService
@@ -112,8 +115,24 @@ def build_bindings(args: argparse.Namespace, stack: ExitStack) -> list:
         from irforge.orchestrator import server as orchestrator_server
         from irforge.orchestrator.config import start_orchestrator
 
-        bindings.append(orchestrator_server.binding(start_orchestrator(orchestrator_settings(args), stack)))
+        cores["orchestrator"] = start_orchestrator(orchestrator_settings(args), stack)
+        bindings.append(orchestrator_server.binding(cores["orchestrator"]))
     return bindings
+
+
+def start_web_page(args: argparse.Namespace, cores: dict, stack: ExitStack):
+    """The web page beside the orchestrator's gRPC server, on its host and TLS certificate; None without --web-port."""
+    if getattr(args, "web_port", None) is None:
+        return None
+    if "orchestrator" not in cores:
+        raise ValueError("--web-port: only the orchestrator serves the web page (irforge service orchestrator --web-port PORT)")
+    from irforge.web.app import create_app
+    from irforge.web.server import start_web
+
+    running = start_web(create_app(cores["orchestrator"]), args.host, args.web_port, tls_cert=args.tls_cert,
+                        tls_key=args.tls_key)
+    stack.callback(running.stop)
+    return running
 
 
 def corpus_vectors(args: argparse.Namespace):
@@ -140,7 +159,10 @@ def run_service(args: argparse.Namespace) -> int:
         start_observability(args.name, args.host, args.metrics_port, args.log_format, stack)
         try:
             tls = ServerTls.from_settings(args.tls_cert, args.tls_key, args.tls_client_ca)
-            running = start_server(build_bindings(args, stack), host=args.host,
+            cores: dict = {}
+            bindings = build_bindings(args, stack, cores)
+            web = start_web_page(args, cores, stack)    # its port refused: nothing served at all
+            running = start_server(bindings, host=args.host,
                                    port=DEFAULT_PORTS[args.name] if args.port is None else args.port, max_workers=args.workers,
                                    tls=tls)
         except (PortUnavailable, StoreInUse, ValueError) as error:
@@ -148,6 +170,8 @@ def run_service(args: argparse.Namespace) -> int:
             return 2
         # Tests and scripts read this line to learn the port; keep its shape stable.
         print(f"irforge {args.name} service listening on {args.host}:{running.port}" + (" (TLS)" if tls else ""), flush=True)
+        if web is not None:   # `irforge serve` reads this line for the URL it prints
+            print(f"irforge web page at {web.url}", flush=True)
         stop.wait()
         print(f"irforge {args.name} service stopping", file=sys.stderr, flush=True)
         running.stop()

@@ -29,6 +29,9 @@ def add_orchestrator_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--state-dir", type=Path, help="job store (jobs.sqlite3) and job folders "
                        "(default $IRFORGE_STATE_DIR or the user data dir's irforge/orchestrator)")
     group.add_argument("--job-workers", type=int, default=2, help="jobs run at once (default 2)")
+    group.add_argument("--web-port", type=int, metavar="PORT",
+                       help="also serve the web page (leaderboard, jobs, reports) over HTTP on --host at PORT, in this "
+                            "process, with the gRPC server's TLS certificate if given (0: a free port, printed; default: off)")
     group.add_argument("--allowed-root", dest="allowed_roots", type=Path, action="append", metavar="DIR",
                        help="refuse jobs whose dataset, spec files or output lie outside DIR (repeatable; default "
                             "$IRFORGE_ALLOWED_ROOTS, colon-separated; none: any path — set it on a shared platform)")
