@@ -207,8 +207,12 @@ def create_app(orchestrator: Orchestrator, *, authenticate: Callable[[str], Iden
             return Response(status_code=304, headers={"etag": etag})
         return Response(body, media_type=media_type, headers={"etag": etag})
 
+    async def no_icon(request: Request) -> Response:
+        return Response(status_code=204)    # browsers ask for it; the site has none
+
     routes = [
         Route("/static/{name}", asset),
+        Route("/favicon.ico", no_icon),
         Route("/login", login_form, methods=["GET"]),
         Route("/login", login, methods=["POST"]),
         Route("/logout", logout, methods=["POST"]),
