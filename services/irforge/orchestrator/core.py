@@ -23,6 +23,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
+from irforge.accounts.audit import audited
 from irforge.common import request_context
 from irforge.common.allowed_roots import enforced
 from irforge.common.grpc_errors import ServiceUnavailable, bounded_text
@@ -32,11 +33,13 @@ from irforge.corpus.errors import BackendUnavailable
 from irforge.orchestrator.context import ServiceAddresses, StepContext
 from irforge.orchestrator.errors import (
     JobCancelled,
+    JobNotFound,
     JobSpecError,
     OrchestratorStopping,
     ResultsNotReady,
 )
 from irforge.orchestrator.limits import checked_limit, checked_sequence
+from irforge.orchestrator.owners import caller, may_see, owner_of
 from irforge.orchestrator.spec import JobSpec
 from irforge.orchestrator.steps import (final_metrics, job_failure, job_warnings, plan_steps, result_files, run_step,
                                         step_kind)
@@ -101,26 +104,47 @@ class Orchestrator:
         self._listeners.append(listener)
 
     # -- the API ------------------------------------------------------------------------------
+    # Who may see a job: its owner, and every operator. Another team's job answers JobNotFound,
+    # word for word as a job that does not exist, so a job id tells an outsider nothing.
     def submit(self, spec: JobSpec) -> str:
+        with audited("submit", detail=spec.name) as row:
+            row.target = self._submit(spec)
+        return row.target
+
+    def _submit(self, spec: JobSpec) -> str:
+        owner = owner_of(caller())
         spec.validate()
         spec.check_paths(self.allowed_roots)
         with enforced(self.allowed_roots):
             steps = plan_steps(spec, self._endpoint_kind(spec))
             self._check_services(spec, steps)
-        job_id = self.store.create_job(spec.as_dict(), steps)
+        job_id = self.store.create_job(spec.as_dict(), steps, owner=owner)
         self._event(job_id, "", JobState.QUEUED.value, message=f"steps: {', '.join(steps)}")
         self._pool.submit(self._run, job_id)
         return job_id
 
     def get(self, job_id: str) -> JobRecord:
-        return _with_warnings(self.store.job(job_id))
+        return _with_warnings(self._visible(job_id))
 
     def list(self, limit: int = 100) -> list[JobRecord]:
-        """The newest `limit` jobs (0: 100)."""
-        return [_with_warnings(record) for record in self.store.jobs(limit=checked_limit(limit) or 100)]
+        """The caller's newest `limit` jobs (an operator's: everyone's) (0: 100)."""
+        who = caller()
+        records = self.store.jobs(limit=checked_limit(limit) or 100, owner=None if who.is_operator else owner_of(who))
+        return [_with_warnings(record) for record in records]
+
+    def _visible(self, job_id: str) -> JobRecord:
+        """The job, if the caller may see it; JobNotFound, the same as for no such job, if not."""
+        record = self.store.job(job_id)
+        if not may_see(caller(), record.owner):
+            raise JobNotFound(job_id)
+        return record
 
     def cancel(self, job_id: str) -> JobRecord:
-        record = self.store.job(job_id)
+        with audited("cancel", job_id):
+            return self._cancel(job_id)
+
+    def _cancel(self, job_id: str) -> JobRecord:
+        record = self._visible(job_id)
         if record.state.ended:
             return record
         self._cancelled.add(job_id)
@@ -133,7 +157,7 @@ class Orchestrator:
     def watch(self, job_id: str, after: int = 0, is_active: Callable[[], bool] = lambda: True) -> Iterator[JobEvent]:
         """Every event after `after`, then new ones as they come, until the job has ended."""
         last = checked_sequence(after)   # before SQLite sees it
-        self.store.job(job_id)  # JobNotFound before anything is streamed
+        self._visible(job_id)  # JobNotFound before anything is streamed
         while True:
             ended = self.store.job(job_id).state.ended   # read before the events: the last event precedes the state
             for event in self.store.events(job_id, last):
@@ -145,7 +169,11 @@ class Orchestrator:
                 self._changed.wait(timeout=0.5)
 
     def results_dir(self, job_id: str) -> Path:
-        record = self.store.job(job_id)
+        with audited("results", job_id):
+            return self._results_dir(job_id)
+
+    def _results_dir(self, job_id: str) -> Path:
+        record = self._visible(job_id)
         if record.state != JobState.SUCCEEDED:
             raise ResultsNotReady(f"job {job_id} is {record.state.value}" + (f": {record.error}" if record.error else "")
                                   + "; results exist once it has SUCCEEDED")

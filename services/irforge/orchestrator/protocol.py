@@ -16,7 +16,7 @@ def job_to_proto(record: JobRecord) -> orchestrator_pb2.JobStatus:
         steps=[orchestrator_pb2.StepStatus(name=s.name, state=s.state, executions=s.executions, started_at=s.started_at,
                                            finished_at=s.finished_at) for s in record.steps],
         error=record.error, created_at=record.created_at, updated_at=record.updated_at, metrics=record.metrics,
-        warnings=record.warnings,
+        warnings=record.warnings, owner=record.owner,
     )
 
 
@@ -26,7 +26,7 @@ def job_from_proto(message: orchestrator_pb2.JobStatus) -> JobRecord:
         state=JobState(orchestrator_pb2.JobState.Name(message.state)), error=message.error,
         created_at=message.created_at, updated_at=message.updated_at, metrics=dict(message.metrics),
         steps=[StepRecord(s.name, s.state, s.executions, s.started_at, s.finished_at, 0.0, {}) for s in message.steps],
-        warnings=tuple(message.warnings),
+        warnings=tuple(message.warnings), owner=message.owner,
     )
 
 

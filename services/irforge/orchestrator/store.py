@@ -22,7 +22,8 @@ from irforge.orchestrator.errors import JobNotFound
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
     job_id TEXT PRIMARY KEY, spec_json TEXT NOT NULL, state TEXT NOT NULL, error TEXT NOT NULL DEFAULT '',
-    created_at TEXT NOT NULL, updated_at TEXT NOT NULL, metrics_json TEXT NOT NULL DEFAULT '{}');
+    created_at TEXT NOT NULL, updated_at TEXT NOT NULL, metrics_json TEXT NOT NULL DEFAULT '{}',
+    owner TEXT NOT NULL DEFAULT '');
 CREATE TABLE IF NOT EXISTS steps (
     job_id TEXT NOT NULL, name TEXT NOT NULL, position INTEGER NOT NULL, state TEXT NOT NULL,
     executions INTEGER NOT NULL DEFAULT 0, started_at TEXT NOT NULL DEFAULT '', finished_at TEXT NOT NULL DEFAULT '',
@@ -32,6 +33,9 @@ CREATE TABLE IF NOT EXISTS events (
     done INTEGER NOT NULL, total INTEGER NOT NULL, rate REAL NOT NULL, eta_seconds REAL NOT NULL,
     message TEXT NOT NULL, unit TEXT NOT NULL, PRIMARY KEY (job_id, sequence));
 """
+
+
+_JOB_COLUMNS = "job_id, spec_json, state, error, created_at, updated_at, metrics_json, owner"
 
 
 class JobState(str, enum.Enum):
@@ -70,6 +74,9 @@ class JobRecord:
     # What the job could not do although it SUCCEEDED (orchestrator.steps.job_warnings); filled by
     # the orchestrator from its steps' outputs, carried over the wire.
     warnings: tuple[str, ...] = ()
+    # Who submitted it ("team:NAME" or "operator:NAME", core.owner_of); "" for a job from before
+    # jobs had owners, which only operators see.
+    owner: str = ""
 
 
 @dataclass(frozen=True)
@@ -118,7 +125,15 @@ class JobStore:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(SCHEMA)
+        self._migrate()
         self._lock = threading.Lock()
+
+    def _migrate(self) -> None:
+        """Bring a jobs database an older irforge made up to SCHEMA (CREATE TABLE IF NOT EXISTS
+        leaves an existing table as it was)."""
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(jobs)")}
+        if "owner" not in columns:   # before issue 27: no owners; those jobs stay the operators'
+            self._db.execute("ALTER TABLE jobs ADD COLUMN owner TEXT NOT NULL DEFAULT ''")
 
     def _write(self, statements: list[tuple[str, tuple]]) -> None:
         with self._lock:
@@ -136,11 +151,11 @@ class JobStore:
             return self._db.execute(sql, params).fetchall()
 
     # -- jobs ---------------------------------------------------------------------------------
-    def create_job(self, spec: dict, steps: list[str]) -> str:
+    def create_job(self, spec: dict, steps: list[str], owner: str = "") -> str:
         job_id = uuid.uuid4().hex[:12]
         stamp = now()
-        self._write([("INSERT INTO jobs (job_id, spec_json, state, created_at, updated_at) VALUES (?, ?, ?, ?, ?)",
-                      (job_id, json.dumps(spec), JobState.QUEUED.value, stamp, stamp)),
+        self._write([("INSERT INTO jobs (job_id, spec_json, state, created_at, updated_at, owner) VALUES (?, ?, ?, ?, ?, ?)",
+                      (job_id, json.dumps(spec), JobState.QUEUED.value, stamp, stamp, owner)),
                      *[("INSERT INTO steps (job_id, name, position, state) VALUES (?, ?, ?, 'pending')",
                         (job_id, name, position)) for position, name in enumerate(steps)]])
         return job_id
@@ -151,23 +166,31 @@ class JobStore:
         self._write([(sql + " WHERE job_id = ?", params)])
 
     def job(self, job_id: str) -> JobRecord:
-        rows = self._read("SELECT job_id, spec_json, state, error, created_at, updated_at, metrics_json FROM jobs WHERE job_id = ?", (job_id,))
+        rows = self._read(f"SELECT {_JOB_COLUMNS} FROM jobs WHERE job_id = ?", (job_id,))
         if not rows:
             raise JobNotFound(job_id)
         return self._record(rows[0])
 
-    def jobs(self, limit: int = 100, states: tuple[JobState, ...] = ()) -> list[JobRecord]:
-        where = f"WHERE state IN ({', '.join('?' * len(states))})" if states else ""
-        rows = self._read(f"SELECT job_id, spec_json, state, error, created_at, updated_at, metrics_json FROM jobs {where} "
-                          "ORDER BY created_at DESC, rowid DESC LIMIT ?", (*[s.value for s in states], limit))
+    def jobs(self, limit: int = 100, states: tuple[JobState, ...] = (), owner: str | None = None) -> list[JobRecord]:
+        """The newest `limit` jobs (in `states`, of `owner` when given: the limit counts only those)."""
+        conditions, params = [], [s.value for s in states]
+        if states:
+            conditions.append(f"state IN ({', '.join('?' * len(states))})")
+        if owner is not None:
+            conditions.append("owner = ?")
+            params.append(owner)
+        where = f"WHERE {' AND '.join(conditions)}" if conditions else ""
+        rows = self._read(f"SELECT {_JOB_COLUMNS} FROM jobs {where} ORDER BY created_at DESC, rowid DESC LIMIT ?",
+                          (*params, limit))
         return [self._record(row) for row in rows]
 
     def count_by_state(self) -> dict[JobState, int]:
         return {JobState(state): count for state, count in self._read("SELECT state, COUNT(*) FROM jobs GROUP BY state")}
 
     def _record(self, row) -> JobRecord:
-        job_id, spec, state, error, created, updated, metrics = row
-        return JobRecord(job_id, json.loads(spec), JobState(state), error, created, updated, json.loads(metrics), self.steps(job_id))
+        job_id, spec, state, error, created, updated, metrics, owner = row
+        return JobRecord(job_id, json.loads(spec), JobState(state), error, created, updated, json.loads(metrics),
+                         self.steps(job_id), owner=owner)
 
     # -- steps --------------------------------------------------------------------------------
     def steps(self, job_id: str) -> list[StepRecord]:

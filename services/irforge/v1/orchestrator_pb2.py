@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1dirforge/v1/orchestrator.proto\x12\nirforge.v1\x1a\x1cgoogle/protobuf/struct.proto\"\xb8\x02\n\x07JobSpec\x12)\n\x08pipeline\x18\x12 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x0e\n\x06output\x18\r \x01(\t\x12\x0e\n\x06shards\x18\x0e \x01(\x05\x12\x0c\n\x04name\x18\x0f \x01(\t\x12\x32\n\x0cinstructions\x18\x10 \x01(\x0b\x32\x1c.irforge.v1.InstructionsSpec\x12*\n\x08\x64\x61tasets\x18\x11 \x03(\x0b\x32\x18.irforge.v1.SuiteDatasetJ\x04\x08\x01\x10\rR\x07\x64\x61tasetR\x05splitR\tretrieverR\x04\x62m25R\x05\x64\x65nseR\x06\x66usionR\x08\x65ndpointR\x08rerankerR\x08measuresR\x05top_kR\x12keep_identical_idsR\x05holes\"=\n\x0cSuiteDataset\x12\x0f\n\x07\x64\x61taset\x18\x01 \x01(\t\x12\r\n\x05label\x18\x02 \x01(\t\x12\r\n\x05split\x18\x03 \x01(\t\"G\n\x10InstructionsSpec\x12\x0f\n\x07\x65nabled\x18\x01 \x01(\x08J\x04\x08\x02\x10\x03J\x04\x08\x03\x10\x04R\x08templateR\x0crobustness_k\"\x18\n\x06JobRef\x12\x0e\n\x06job_id\x18\x01 \x01(\t\"9\n\x0fWatchJobRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x16\n\x0e\x61\x66ter_sequence\x18\x02 \x01(\x03\"\xb6\x01\n\x08JobEvent\x12\x10\n\x08sequence\x18\x01 \x01(\x03\x12\x0e\n\x06job_id\x18\x02 \x01(\t\x12\x0c\n\x04step\x18\x03 \x01(\t\x12\r\n\x05state\x18\x04 \x01(\t\x12\x0c\n\x04\x64one\x18\x05 \x01(\x03\x12\r\n\x05total\x18\x06 \x01(\x03\x12\x0c\n\x04rate\x18\x07 \x01(\x01\x12\x13\n\x0b\x65ta_seconds\x18\x08 \x01(\x01\x12\x0f\n\x07message\x18\t \x01(\t\x12\x0c\n\x04time\x18\n \x01(\t\x12\x0c\n\x04unit\x18\x0b \x01(\t\"f\n\nStepStatus\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05state\x18\x02 \x01(\t\x12\x12\n\nexecutions\x18\x03 \x01(\x05\x12\x12\n\nstarted_at\x18\x04 \x01(\t\x12\x13\n\x0b\x66inished_at\x18\x05 \x01(\t\"\xb8\x02\n\tJobStatus\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12#\n\x05state\x18\x02 \x01(\x0e\x32\x14.irforge.v1.JobState\x12!\n\x04spec\x18\x03 \x01(\x0b\x32\x13.irforge.v1.JobSpec\x12%\n\x05steps\x18\x04 \x03(\x0b\x32\x16.irforge.v1.StepStatus\x12\r\n\x05\x65rror\x18\x05 \x01(\t\x12\x12\n\ncreated_at\x18\x06 \x01(\t\x12\x12\n\nupdated_at\x18\x07 \x01(\t\x12\x33\n\x07metrics\x18\x08 \x03(\x0b\x32\".irforge.v1.JobStatus.MetricsEntry\x12\x10\n\x08warnings\x18\t \x03(\t\x1a.\n\x0cMetricsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01\" \n\x0fListJobsRequest\x12\r\n\x05limit\x18\x01 \x01(\x05\"7\n\x10ListJobsResponse\x12#\n\x04jobs\x18\x01 \x03(\x0b\x32\x15.irforge.v1.JobStatus\"7\n\x0bResultChunk\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04\x64\x61ta\x18\x02 \x01(\x0c\x12\x0c\n\x04last\x18\x03 \x01(\x08*h\n\x08JobState\x12\x19\n\x15JOB_STATE_UNSPECIFIED\x10\x00\x12\n\n\x06QUEUED\x10\x01\x12\x0b\n\x07RUNNING\x10\x02\x12\r\n\tSUCCEEDED\x10\x03\x12\n\n\x06\x46\x41ILED\x10\x04\x12\r\n\tCANCELLED\x10\x05\x32\xf6\x02\n\x0cOrchestrator\x12\x34\n\tSubmitJob\x12\x13.irforge.v1.JobSpec\x1a\x12.irforge.v1.JobRef\x12?\n\x08WatchJob\x12\x1b.irforge.v1.WatchJobRequest\x1a\x14.irforge.v1.JobEvent0\x01\x12\x33\n\x06GetJob\x12\x12.irforge.v1.JobRef\x1a\x15.irforge.v1.JobStatus\x12\x45\n\x08ListJobs\x12\x1b.irforge.v1.ListJobsRequest\x1a\x1c.irforge.v1.ListJobsResponse\x12\x36\n\tCancelJob\x12\x12.irforge.v1.JobRef\x1a\x15.irforge.v1.JobStatus\x12;\n\nGetResults\x12\x12.irforge.v1.JobRef\x1a\x17.irforge.v1.ResultChunk0\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1dirforge/v1/orchestrator.proto\x12\nirforge.v1\x1a\x1cgoogle/protobuf/struct.proto\"\xb8\x02\n\x07JobSpec\x12)\n\x08pipeline\x18\x12 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x0e\n\x06output\x18\r \x01(\t\x12\x0e\n\x06shards\x18\x0e \x01(\x05\x12\x0c\n\x04name\x18\x0f \x01(\t\x12\x32\n\x0cinstructions\x18\x10 \x01(\x0b\x32\x1c.irforge.v1.InstructionsSpec\x12*\n\x08\x64\x61tasets\x18\x11 \x03(\x0b\x32\x18.irforge.v1.SuiteDatasetJ\x04\x08\x01\x10\rR\x07\x64\x61tasetR\x05splitR\tretrieverR\x04\x62m25R\x05\x64\x65nseR\x06\x66usionR\x08\x65ndpointR\x08rerankerR\x08measuresR\x05top_kR\x12keep_identical_idsR\x05holes\"=\n\x0cSuiteDataset\x12\x0f\n\x07\x64\x61taset\x18\x01 \x01(\t\x12\r\n\x05label\x18\x02 \x01(\t\x12\r\n\x05split\x18\x03 \x01(\t\"G\n\x10InstructionsSpec\x12\x0f\n\x07\x65nabled\x18\x01 \x01(\x08J\x04\x08\x02\x10\x03J\x04\x08\x03\x10\x04R\x08templateR\x0crobustness_k\"\x18\n\x06JobRef\x12\x0e\n\x06job_id\x18\x01 \x01(\t\"9\n\x0fWatchJobRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x16\n\x0e\x61\x66ter_sequence\x18\x02 \x01(\x03\"\xb6\x01\n\x08JobEvent\x12\x10\n\x08sequence\x18\x01 \x01(\x03\x12\x0e\n\x06job_id\x18\x02 \x01(\t\x12\x0c\n\x04step\x18\x03 \x01(\t\x12\r\n\x05state\x18\x04 \x01(\t\x12\x0c\n\x04\x64one\x18\x05 \x01(\x03\x12\r\n\x05total\x18\x06 \x01(\x03\x12\x0c\n\x04rate\x18\x07 \x01(\x01\x12\x13\n\x0b\x65ta_seconds\x18\x08 \x01(\x01\x12\x0f\n\x07message\x18\t \x01(\t\x12\x0c\n\x04time\x18\n \x01(\t\x12\x0c\n\x04unit\x18\x0b \x01(\t\"f\n\nStepStatus\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05state\x18\x02 \x01(\t\x12\x12\n\nexecutions\x18\x03 \x01(\x05\x12\x12\n\nstarted_at\x18\x04 \x01(\t\x12\x13\n\x0b\x66inished_at\x18\x05 \x01(\t\"\xc7\x02\n\tJobStatus\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12#\n\x05state\x18\x02 \x01(\x0e\x32\x14.irforge.v1.JobState\x12!\n\x04spec\x18\x03 \x01(\x0b\x32\x13.irforge.v1.JobSpec\x12%\n\x05steps\x18\x04 \x03(\x0b\x32\x16.irforge.v1.StepStatus\x12\r\n\x05\x65rror\x18\x05 \x01(\t\x12\x12\n\ncreated_at\x18\x06 \x01(\t\x12\x12\n\nupdated_at\x18\x07 \x01(\t\x12\x33\n\x07metrics\x18\x08 \x03(\x0b\x32\".irforge.v1.JobStatus.MetricsEntry\x12\x10\n\x08warnings\x18\t \x03(\t\x12\r\n\x05owner\x18\n \x01(\t\x1a.\n\x0cMetricsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01\" \n\x0fListJobsRequest\x12\r\n\x05limit\x18\x01 \x01(\x05\"7\n\x10ListJobsResponse\x12#\n\x04jobs\x18\x01 \x03(\x0b\x32\x15.irforge.v1.JobStatus\"7\n\x0bResultChunk\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04\x64\x61ta\x18\x02 \x01(\x0c\x12\x0c\n\x04last\x18\x03 \x01(\x08*h\n\x08JobState\x12\x19\n\x15JOB_STATE_UNSPECIFIED\x10\x00\x12\n\n\x06QUEUED\x10\x01\x12\x0b\n\x07RUNNING\x10\x02\x12\r\n\tSUCCEEDED\x10\x03\x12\n\n\x06\x46\x41ILED\x10\x04\x12\r\n\tCANCELLED\x10\x05\x32\xf6\x02\n\x0cOrchestrator\x12\x34\n\tSubmitJob\x12\x13.irforge.v1.JobSpec\x1a\x12.irforge.v1.JobRef\x12?\n\x08WatchJob\x12\x1b.irforge.v1.WatchJobRequest\x1a\x14.irforge.v1.JobEvent0\x01\x12\x33\n\x06GetJob\x12\x12.irforge.v1.JobRef\x1a\x15.irforge.v1.JobStatus\x12\x45\n\x08ListJobs\x12\x1b.irforge.v1.ListJobsRequest\x1a\x1c.irforge.v1.ListJobsResponse\x12\x36\n\tCancelJob\x12\x12.irforge.v1.JobRef\x1a\x15.irforge.v1.JobStatus\x12;\n\nGetResults\x12\x12.irforge.v1.JobRef\x1a\x17.irforge.v1.ResultChunk0\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -34,8 +34,8 @@ if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_JOBSTATUS_METRICSENTRY']._loaded_options = None
   _globals['_JOBSTATUS_METRICSENTRY']._serialized_options = b'8\001'
-  _globals['_JOBSTATE']._serialized_start=1363
-  _globals['_JOBSTATE']._serialized_end=1467
+  _globals['_JOBSTATE']._serialized_start=1378
+  _globals['_JOBSTATE']._serialized_end=1482
   _globals['_JOBSPEC']._serialized_start=76
   _globals['_JOBSPEC']._serialized_end=388
   _globals['_SUITEDATASET']._serialized_start=390
@@ -51,15 +51,15 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_STEPSTATUS']._serialized_start=796
   _globals['_STEPSTATUS']._serialized_end=898
   _globals['_JOBSTATUS']._serialized_start=901
-  _globals['_JOBSTATUS']._serialized_end=1213
-  _globals['_JOBSTATUS_METRICSENTRY']._serialized_start=1167
-  _globals['_JOBSTATUS_METRICSENTRY']._serialized_end=1213
-  _globals['_LISTJOBSREQUEST']._serialized_start=1215
-  _globals['_LISTJOBSREQUEST']._serialized_end=1247
-  _globals['_LISTJOBSRESPONSE']._serialized_start=1249
-  _globals['_LISTJOBSRESPONSE']._serialized_end=1304
-  _globals['_RESULTCHUNK']._serialized_start=1306
-  _globals['_RESULTCHUNK']._serialized_end=1361
-  _globals['_ORCHESTRATOR']._serialized_start=1470
-  _globals['_ORCHESTRATOR']._serialized_end=1844
+  _globals['_JOBSTATUS']._serialized_end=1228
+  _globals['_JOBSTATUS_METRICSENTRY']._serialized_start=1182
+  _globals['_JOBSTATUS_METRICSENTRY']._serialized_end=1228
+  _globals['_LISTJOBSREQUEST']._serialized_start=1230
+  _globals['_LISTJOBSREQUEST']._serialized_end=1262
+  _globals['_LISTJOBSRESPONSE']._serialized_start=1264
+  _globals['_LISTJOBSRESPONSE']._serialized_end=1319
+  _globals['_RESULTCHUNK']._serialized_start=1321
+  _globals['_RESULTCHUNK']._serialized_end=1376
+  _globals['_ORCHESTRATOR']._serialized_start=1485
+  _globals['_ORCHESTRATOR']._serialized_end=1859
 # @@protoc_insertion_point(module_scope)

@@ -110,7 +110,7 @@ class StepStatus(_message.Message):
     def __init__(self, name: _Optional[str] = ..., state: _Optional[str] = ..., executions: _Optional[int] = ..., started_at: _Optional[str] = ..., finished_at: _Optional[str] = ...) -> None: ...
 
 class JobStatus(_message.Message):
-    __slots__ = ("job_id", "state", "spec", "steps", "error", "created_at", "updated_at", "metrics", "warnings")
+    __slots__ = ("job_id", "state", "spec", "steps", "error", "created_at", "updated_at", "metrics", "warnings", "owner")
     class MetricsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -127,6 +127,7 @@ class JobStatus(_message.Message):
     UPDATED_AT_FIELD_NUMBER: _ClassVar[int]
     METRICS_FIELD_NUMBER: _ClassVar[int]
     WARNINGS_FIELD_NUMBER: _ClassVar[int]
+    OWNER_FIELD_NUMBER: _ClassVar[int]
     job_id: str
     state: JobState
     spec: JobSpec
@@ -136,7 +137,8 @@ class JobStatus(_message.Message):
     updated_at: str
     metrics: _containers.ScalarMap[str, float]
     warnings: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, job_id: _Optional[str] = ..., state: _Optional[_Union[JobState, str]] = ..., spec: _Optional[_Union[JobSpec, _Mapping]] = ..., steps: _Optional[_Iterable[_Union[StepStatus, _Mapping]]] = ..., error: _Optional[str] = ..., created_at: _Optional[str] = ..., updated_at: _Optional[str] = ..., metrics: _Optional[_Mapping[str, float]] = ..., warnings: _Optional[_Iterable[str]] = ...) -> None: ...
+    owner: str
+    def __init__(self, job_id: _Optional[str] = ..., state: _Optional[_Union[JobState, str]] = ..., spec: _Optional[_Union[JobSpec, _Mapping]] = ..., steps: _Optional[_Iterable[_Union[StepStatus, _Mapping]]] = ..., error: _Optional[str] = ..., created_at: _Optional[str] = ..., updated_at: _Optional[str] = ..., metrics: _Optional[_Mapping[str, float]] = ..., warnings: _Optional[_Iterable[str]] = ..., owner: _Optional[str] = ...) -> None: ...
 
 class ListJobsRequest(_message.Message):
     __slots__ = ("limit",)

@@ -1,0 +1,25 @@
+"""Whose a job is. Every job records who submitted it; a team sees, watches, cancels and fetches
+only its own, operators all of them (irforge.accounts decides who a caller is)."""
+
+from __future__ import annotations
+
+from irforge.accounts.identity import LOCAL_OPERATOR, Identity, Unauthenticated, current_identity
+
+
+def caller() -> Identity:
+    """Who is asking: the identity a front door bound for the request. A caller in this process with
+    none bound (a test, a script embedding the core, the job threads) is the local operator:
+    only front doors take requests from outside, and each binds its caller first."""
+    try:
+        return current_identity()
+    except Unauthenticated:
+        return LOCAL_OPERATOR
+
+
+def owner_of(identity: Identity) -> str:
+    """A job's owner column: role and name, so a team never shares jobs with a same-named operator."""
+    return f"{identity.role}:{identity.name}"
+
+
+def may_see(identity: Identity, owner: str) -> bool:
+    return identity.is_operator or owner == owner_of(identity)
