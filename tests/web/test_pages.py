@@ -23,46 +23,10 @@ from irforge.reports.page import STYLE
 from irforge.web.security import SessionStore
 
 from ..browser import DevTools, RenderedPage
-from .conftest import login
+from .conftest import assert_strict_page, screenshot_dir, submit_as, wait_ended
 
 CSP = ("default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self' data:; connect-src 'self'; "
        "form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
-
-
-def assert_strict_page(html: str) -> None:
-    """No inline script, no inline style, no event-handler attribute, no URL off this site."""
-    for script in re.findall(r"<script\b[^>]*>(.*?)</script>", html, flags=re.S | re.I):
-        assert script.strip() == "", f"inline script: {script[:120]!r}"
-    assert all(" src=" in tag for tag in re.findall(r"<script\b[^>]*>", html, flags=re.I))
-    assert not re.search(r"<style\b", html, re.I), "inline <style>"
-    assert not re.search(r"\sstyle\s*=", html, re.I), "inline style attribute"
-    assert not re.search(r"\son[a-z]+\s*=", html, re.I), "inline event handler"
-    for url in re.findall(r"""\b(?:src|href|action|data-live)\s*=\s*["']([^"']*)["']""", html, flags=re.I):
-        assert url.startswith(("/", "#", "?")) and not url.startswith("//"), f"not a path of this site: {url!r}"
-    assert not re.search(r"(?:https?:)?//[a-z0-9.-]+\.[a-z]{2,}", html, re.I), "an absolute URL in the page"
-
-
-def wait_ended(orchestrator, job_id: str, timeout: float = 120.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        record = orchestrator.get(job_id)
-        if record.state.ended:
-            return record
-        time.sleep(0.1)
-    pytest.fail(f"job {job_id} did not end within {timeout} s")
-
-
-def submit_as(orchestrator, team: str, **spec) -> str:
-    with acting_as(Identity(team, TEAM, "token")):
-        return orchestrator.submit(JobSpec.of(**spec))
-
-
-def screenshot_dir() -> Path | None:
-    folder = os.environ.get("IRFORGE_SCREENSHOTS")
-    if folder:
-        Path(folder).mkdir(parents=True, exist_ok=True)
-        return Path(folder)
-    return None
 
 
 def test_login_opens_a_server_side_session_and_every_response_is_locked_down(make_platform, monkeypatch):

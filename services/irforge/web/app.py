@@ -20,11 +20,12 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from irforge.accounts import audit
 from irforge.accounts.identity import LOCAL_OPERATOR, Forbidden, Identity, Unauthenticated, acting_as
 from irforge.orchestrator.core import Orchestrator
 from irforge.orchestrator.errors import JobNotFound, ResultsNotReady
 from irforge.reports.markup import join, tag
-from irforge.web import jobs, static
+from irforge.web import board, jobs, static
 from irforge.web.pages import document, error_page, hidden, paragraph
 from irforge.web.security import LOGIN_COOKIE, SESSION_COOKIE, SecurityHeaders, Session, SessionStore, safe_next, same_token
 
@@ -46,9 +47,15 @@ class WebContext:
     # request headers -> Identity or None, set only when the operator trusts an Ingress's OIDC proxy
     proxy_identity: Callable[[Mapping[str, str]], Identity | None] | None = None
     sessions: SessionStore | None = None
+    leaderboard: object | None = None   # app.leaderboard.Leaderboard; None: a platform without one
 
     def __post_init__(self):
         self.sessions = self.sessions or SessionStore()
+        # What a caller may read of a job (closed-book datasets: irforge.leaderboard.disclosure),
+        # the same policy the gRPC door asks.
+        from irforge.orchestrator.server import ShowEverything
+
+        self.disclosure = self.leaderboard.disclosure if self.leaderboard is not None else ShowEverything()
 
     def caller(self, request: Request) -> tuple[Identity, Session | None]:
         if self.authenticate is None:
@@ -63,11 +70,13 @@ class WebContext:
         return session.identity, session
 
 
-def create_app(orchestrator: Orchestrator, *, authenticate: Callable[[str], Identity] | None = None,
+def create_app(orchestrator: Orchestrator, *, leaderboard=None, authenticate: Callable[[str], Identity] | None = None,
                proxy_identity: Callable[[Mapping[str, str]], Identity | None] | None = None,
-               sessions: SessionStore | None = None, extra_routes: list | None = None) -> SecurityHeaders:
-    """The ASGI application. `extra_routes`: further (path, handler) page routes (the leaderboard's)."""
-    web = WebContext(orchestrator, authenticate, proxy_identity, sessions)
+               sessions: SessionStore | None = None) -> SecurityHeaders:
+    """The ASGI application over the orchestrator core and (if the platform has one) the leaderboard's
+    use cases. `authenticate`: token -> Identity (None: no authentication, --auth none);
+    `proxy_identity`: request headers -> Identity, only when the operator trusts an OIDC proxy."""
+    web = WebContext(orchestrator, authenticate, proxy_identity, sessions, leaderboard)
 
     def page(handler):
         """A GET page: handler(request, identity) -> (title, body[, options]) run with the identity bound."""
@@ -93,12 +102,21 @@ def create_app(orchestrator: Orchestrator, *, authenticate: Callable[[str], Iden
             return HTMLResponse(document(title, body, identity, csrf=csrf, **options))
         return endpoint
 
+    def leaderboard_page(request: Request, identity: Identity):
+        params = dict(request.query_params)
+        return "Leaderboard", board.leaderboard_body(web.leaderboard, params, request.query_params.getlist("dataset"))
+
+    def system_page(request: Request, identity: Identity):
+        team, system = request.path_params["team"], request.path_params["system"]
+        body = board.system_body(web.leaderboard, web.orchestrator, team, system, dict(request.query_params))
+        return f"{team} / {system}", body
+
     def jobs_page(request: Request, identity: Identity):
-        return "Jobs", jobs.jobs_body(web.orchestrator)
+        return "Jobs", jobs.jobs_body(web.orchestrator, web.disclosure)
 
     def job_page(request: Request, identity: Identity):
         job_id = request.path_params["job_id"]
-        body, running = jobs.job_body(web.orchestrator, job_id)
+        body, running = jobs.job_body(web.orchestrator, job_id, web.disclosure)
         options = {"refresh_s": jobs.RUNNING_REFRESH_S, "scripts": ("live.js",)} if running else {}
         return f"Job {job_id}", body, options
 
@@ -106,7 +124,7 @@ def create_app(orchestrator: Orchestrator, *, authenticate: Callable[[str], Iden
         job_id = request.path_params["job_id"]
         from irforge.reports.page import CSP as REPORT_CSP
 
-        text = jobs.job_report(web.orchestrator, job_id)
+        text = jobs.job_report(web.orchestrator, job_id, web.disclosure)
         # The report is its own self-contained document with its own (hash-based) policy.
         return HTMLResponse(text, headers={"content-security-policy": REPORT_CSP,
                                            "content-disposition": f'attachment; filename="irforge-job-{quote(job_id, safe="")}.html"'})
@@ -121,7 +139,7 @@ def create_app(orchestrator: Orchestrator, *, authenticate: Callable[[str], Iden
 
         def bound(after: int):
             with acting_as(identity):
-                return jobs.new_events(web.orchestrator, job_id, after)
+                return jobs.new_events(web.orchestrator, job_id, after, web.disclosure)
 
         try:
             after = int(request.headers.get("last-event-id") or request.query_params.get("after") or 0)
@@ -179,6 +197,8 @@ def create_app(orchestrator: Orchestrator, *, authenticate: Callable[[str], Iden
         except Unauthenticated:
             return await login_form(request, "That token is not valid.", 401)
         session_id, _ = web.sessions.open(identity)
+        with acting_as(identity):
+            audit.record("web login")
         response = RedirectResponse(safe_next(form.get("next")), status_code=303)
         response.set_cookie(SESSION_COOKIE, session_id, max_age=int(web.sessions.ttl_s), httponly=True,
                             samesite="strict", secure=is_secure(request), path="/")
@@ -193,6 +213,8 @@ def create_app(orchestrator: Orchestrator, *, authenticate: Callable[[str], Iden
             return HTMLResponse(error_page(400, "This form did not come from this site, or the session has ended."),
                                 status_code=400)
         web.sessions.close(session_id)
+        with acting_as(session.identity):
+            audit.record("web logout")
         response = RedirectResponse("/login", status_code=303)
         response.delete_cookie(SESSION_COOKIE, path="/")
         return response
@@ -216,12 +238,13 @@ def create_app(orchestrator: Orchestrator, *, authenticate: Callable[[str], Iden
         Route("/login", login_form, methods=["GET"]),
         Route("/login", login, methods=["POST"]),
         Route("/logout", logout, methods=["POST"]),
+        Route("/", page(leaderboard_page)),
+        Route("/systems/{team}/{system}", page(system_page)),
         Route("/jobs", page(jobs_page)),
         Route("/jobs/{job_id}", page(job_page)),
         Route("/jobs/{job_id}/events", job_events),
         Route("/jobs/{job_id}/report", page(job_report)),
     ]
-    routes += [Route(path, page(handler)) for path, handler in (extra_routes or [])]
 
     async def not_found(request: Request, exc) -> Response:
         return HTMLResponse(error_page(404, "No such page."), status_code=404)
@@ -246,7 +269,7 @@ def failure(request: Request, error: Exception, identity: Identity, csrf: str | 
         return to_login(request)
     elif isinstance(error, ResultsNotReady):
         status, message = 409, "The job has no results yet: a report exists once it has SUCCEEDED."
-    elif isinstance(error, BadRequest):
+    elif isinstance(error, (BadRequest, board.BadQuery)):
         status, message = 400, str(error)
     else:
         # The page says nothing of the error (it could quote server-side data); the log has it.

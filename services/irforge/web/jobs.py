@@ -43,8 +43,8 @@ def state_cell(record: JobRecord) -> Cell:
     return Cell(tag("span", record.state.value, class_=f"state-{record.state.value}"), record.state.value)
 
 
-def jobs_body(orchestrator: Orchestrator, limit: int = 100) -> Markup:
-    records = orchestrator.list(limit)
+def jobs_body(orchestrator: Orchestrator, disclosure, limit: int = 100) -> Markup:
+    records = [disclosure.record(r) for r in orchestrator.list(limit)]
     if not records:
         return paragraph("No jobs yet.", class_="note")
     rows = []
@@ -58,10 +58,11 @@ def jobs_body(orchestrator: Orchestrator, limit: int = 100) -> Markup:
                  caption=f"The newest {len(rows)} job{'s' if len(rows) != 1 else ''} you may see")
 
 
-def job_body(orchestrator: Orchestrator, job_id: str) -> tuple[Markup, bool]:
-    """(the page's body, whether the job is still running)."""
-    record = orchestrator.get(job_id)            # JobNotFound for a job the caller may not see
-    events = list(orchestrator.watch(job_id, 0, is_active=lambda: False))   # what is stored now, no waiting
+def job_body(orchestrator: Orchestrator, job_id: str, disclosure) -> tuple[Markup, bool]:
+    """(the page's body, whether the job is still running). `disclosure`: what the caller may read
+    of it (a closed-book dataset's job: messages scrubbed of qrels lines)."""
+    record = disclosure.record(orchestrator.get(job_id))     # JobNotFound for a job the caller may not see
+    events = [disclosure.event(record.spec, e) for e in orchestrator.watch(job_id, 0, is_active=lambda: False)]
     running = not record.state.ended
     parts = [table("job", ["", ""], [["job", Cell(tag("code", record.job_id))], ["state", state_cell(record)],
                                      ["dataset", dataset_name(record)], ["created", record.created_at],
@@ -114,19 +115,33 @@ def event_payload(event: JobEvent) -> dict:
             "total": event.total, "message": short(event.message, 300)}
 
 
-def new_events(orchestrator: Orchestrator, job_id: str, after: int) -> tuple[list[JobEvent], bool]:
+def new_events(orchestrator: Orchestrator, job_id: str, after: int, disclosure) -> tuple[list[JobEvent], bool]:
     """The events after `after` stored now, and whether the job has ended (for the SSE stream)."""
-    ended = orchestrator.get(job_id).state.ended   # read first: the last event precedes the state
-    return list(orchestrator.watch(job_id, after, is_active=lambda: False)), ended
+    record = orchestrator.get(job_id)      # read first: the last event precedes the state
+    events = orchestrator.watch(job_id, after, is_active=lambda: False)
+    return [disclosure.event(record.spec, e) for e in events], record.state.ended
 
 
-def job_report(orchestrator: Orchestrator, job_id: str) -> str:
-    """The report of the job's results (reports/page.py's self-contained page)."""
+def job_report(orchestrator: Orchestrator, job_id: str, disclosure) -> str:
+    """The report of the job's results (reports/page.py's self-contained page), built from what the
+    caller may read of them: a closed-book job's results.json as disclosure gives it."""
+    import tempfile
+    from pathlib import Path
+
     from irforge.reports.inputs import load_inputs
     from irforge.reports.page import build_report
 
+    record = disclosure.record(orchestrator.get(job_id))
     folder = orchestrator.results_dir(job_id)    # ResultsNotReady until it SUCCEEDED
-    return build_report(load_inputs([str(folder)]), title=f"irforge job {job_id}", command=f"web: report of job {job_id}")
+    shown = disclosure.result_file(record.spec, "results.json", folder / "results.json")
+    title, command = f"irforge job {job_id}", f"web: report of job {job_id}"
+    if isinstance(shown, Path):
+        return build_report(load_inputs([str(shown)]), title=title, command=command)
+    with tempfile.TemporaryDirectory(prefix="irforge-web-report-") as scratch:   # removed however the build ends
+        disclosed = Path(scratch) / job_id / "results.json"
+        disclosed.parent.mkdir()
+        disclosed.write_bytes(shown or b"{}")
+        return build_report(load_inputs([str(disclosed)]), title=title, command=command)
 
 
 def short(text: str, limit: int = 160) -> str:
