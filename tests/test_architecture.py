@@ -98,6 +98,7 @@ SERVERS_AND_CLIENTS = [
     ("irforge.models.reranker_server", "irforge.endpoints.rerank"),
     ("irforge.judge.server", "irforge.judge.client"),
     ("irforge.orchestrator.server", "irforge.orchestrator.client"),
+    ("irforge.accounts.server", "irforge.accounts.client"),
 ]
 
 

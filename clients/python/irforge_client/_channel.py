@@ -111,12 +111,38 @@ class Tls:
         return grpc.ssl_channel_credentials(read(self.ca), read(self.key), read(self.cert))
 
 
-def channel(address: str, tls: Tls | None = None) -> grpc.Channel:
-    """A channel to `address`: TLS with `tls`, else with the environment's settings, else plaintext."""
+class _Bearer(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClientInterceptor,
+              grpc.StreamUnaryClientInterceptor, grpc.StreamStreamClientInterceptor):
+    """Sends `authorization: Bearer <token>` with each call (a platform started with --auth tokens)."""
+
+    def __init__(self, token: str):
+        self._header = ("authorization", f"Bearer {token}")
+
+    def _with_token(self, details: grpc.ClientCallDetails) -> grpc.ClientCallDetails:
+        metadata = [(k, v) for k, v in (details.metadata or ()) if k.lower() != "authorization"] + [self._header]
+        return _CallDetails(details.method, details.timeout, metadata, details.credentials,
+                            getattr(details, "wait_for_ready", None), getattr(details, "compression", None))
+
+    def intercept_unary_unary(self, continuation, client_call_details, request):
+        return continuation(self._with_token(client_call_details), request)
+
+    def intercept_unary_stream(self, continuation, client_call_details, request):
+        return continuation(self._with_token(client_call_details), request)
+
+    def intercept_stream_unary(self, continuation, client_call_details, request_iterator):
+        return continuation(self._with_token(client_call_details), request_iterator)
+
+    def intercept_stream_stream(self, continuation, client_call_details, request_iterator):
+        return continuation(self._with_token(client_call_details), request_iterator)
+
+
+def channel(address: str, tls: Tls | None = None, token: str | None = None) -> grpc.Channel:
+    """A channel to `address`: TLS with `tls`, else with the environment's settings, else plaintext;
+    `token` (a team's or operator's) goes with every call."""
     tls = tls or Tls.from_env()
     options = [*OPTIONS, ("grpc.service_config", SERVICE_CONFIG), ("grpc.enable_retries", 1)]
     if tls is None:
         opened = grpc.insecure_channel(address, options=options)
     else:
         opened = grpc.secure_channel(address, tls.credentials(), options=options)
-    return grpc.intercept_channel(opened, _RequestIds())
+    return grpc.intercept_channel(opened, _RequestIds(), *([_Bearer(token)] if token else []))

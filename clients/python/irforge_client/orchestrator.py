@@ -10,6 +10,9 @@ A spec is the JobSpec message's fields (as keyword arguments or one mapping): `p
 pipeline configuration `irforge eval` takes, nested by section (e.g. pipeline={"dataset": DIR,
 "retriever": "hybrid", "bm25": {"k1": 1.2}, "fusion": {"method": "linear"}}), and the job's own
 `output`, `shards`, `name`, `instructions`, `datasets`; paths are on the orchestrator's filesystem.
+
+On a shared platform (`--auth tokens`) the client sends your team's token: `token=...`, or by
+default $IRFORGE_TOKEN.
 """
 
 from __future__ import annotations
@@ -64,6 +67,7 @@ class Job:
     updated_at: str = ""
     # What a SUCCEEDED job could not do (e.g. holes the judge failed on): its results are incomplete.
     warnings: list[str] = field(default_factory=list)
+    owner: str = ""     # "team:NAME" or "operator:NAME": who submitted it
 
     @property
     def ended(self) -> bool:
@@ -77,15 +81,21 @@ def _job(message) -> Job:
         steps=[json_format.MessageToDict(s, preserving_proto_field_name=True, always_print_fields_with_no_presence=True)
                for s in message.steps],
         metrics=dict(message.metrics), created_at=message.created_at, updated_at=message.updated_at,
-        warnings=list(message.warnings),
+        warnings=list(message.warnings), owner=message.owner,
     )
 
 
+TOKEN_VARIABLE = "IRFORGE_TOKEN"
+
+
 class OrchestratorClient:
-    def __init__(self, address: str, timeout: float = 60.0, *, tls: Tls | None = None):
+    def __init__(self, address: str, timeout: float = 60.0, *, tls: Tls | None = None, token: str | None = None):
+        """`token`: your team's token, for a platform started with --auth tokens (default
+        $IRFORGE_TOKEN; keep it out of code). Without a valid one, calls raise JobError with code
+        UNAUTHENTICATED; another team's job raises NOT_FOUND, as a job that does not exist."""
         self.address = address
         self.timeout = timeout
-        self._channel = channel(address, tls)
+        self._channel = channel(address, tls, token if token is not None else (os.environ.get(TOKEN_VARIABLE) or None))
         self._stub = orchestrator_pb2_grpc.OrchestratorStub(self._channel)
 
     def _call(self, method, request):

@@ -11,6 +11,10 @@ from pathlib import Path
 from irforge.accounts.identity import OPERATOR, TEAM, Identity, Unauthenticated
 from irforge.accounts.store import AccountsStore, bounded
 
+# `--auth`: none, every caller is the local operator (one person's machine); tokens, a token or a
+# client certificate mapped to a team (irforge.accounts.front_door).
+NONE, TOKENS = "none", "tokens"
+MODES = (NONE, TOKENS)
 BEARER = "bearer "
 # What a caller reads when it sent nothing: how to send a token (the same for every front door).
 NO_CREDENTIAL = ("no credential: this platform requires a token (set IRFORGE_TOKEN, or name the variable that "

@@ -32,3 +32,6 @@ register_status(AccountsError, "INVALID_ARGUMENT")
 register_status(TeamNotFound, "NOT_FOUND")
 register_status(TeamExists, "ALREADY_EXISTS")
 register_status(TokenNotFound, "NOT_FOUND")
+
+# What a command line reports as the user's to fix (cli/main.py: exit 2, no traceback).
+USER_ERRORS = (Unauthenticated, Forbidden, AccountsError, TeamNotFound, TeamExists, TokenNotFound)

@@ -54,3 +54,11 @@ def acting_as(identity: Identity) -> Iterator[Identity]:
         yield identity
     finally:
         _current.reset(token)
+
+
+def require_operator(action: str) -> Identity:
+    """The caller, if an operator; Forbidden (naming `action` and who asked) if not."""
+    identity = current_identity()
+    if not identity.is_operator:
+        raise Forbidden(f"{action} is for operators; you are {identity.role} {identity.name!r}")
+    return identity

@@ -10,6 +10,7 @@ a token (a token-shaped string in a detail is cut to its prefix before it is wri
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import secrets
 import sqlite3
@@ -104,6 +105,9 @@ class AccountsStore:
     def __init__(self, path: Path):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        # Hashes only, but who did what is the operators' to read: created 0600 (SQLite gives its
+        # -wal and -shm files the database's permissions).
+        os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600))
         self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
@@ -140,13 +144,14 @@ class AccountsStore:
                       (name, daily_submission_limit, now())), statement])
         return token
 
-    def create_operator(self, name: str, token: str | None = None) -> str:
-        """Add an operator with a new token, or with `token` (one a deployment's Secret holds)."""
+    def add_operator_token(self, name: str, token: str | None = None) -> str:
+        """A token for operator `name` (created if new): a new one, or `token` (one a deployment's
+        Secret holds). Returns it."""
         checked_name(name, "operator name")
-        if self._taken(name):
+        if self._read("SELECT 1 FROM teams WHERE name = ?", (name,)):
             raise TeamExists(name)
         token, statement = self._new_token(name, OPERATOR, token)
-        self._write([("INSERT INTO operators (name, created) VALUES (?, ?)", (name, now())), statement])
+        self._write([("INSERT OR IGNORE INTO operators (name, created) VALUES (?, ?)", (name, now())), statement])
         return token
 
     def operators(self) -> list[str]:

@@ -4,10 +4,10 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
+from irforge.cli.caller import add_caller_arguments, token_from
 from irforge.cli.options import add_config_file_option, add_config_options, config_from_args
 from irforge.app.holes import EXIT_NOT_ALL_JUDGED
 from irforge.config import PipelineConfig, with_options
@@ -15,12 +15,7 @@ from irforge.orchestrator.limits import MAX_JOBS_LISTED, MAX_SHARDS
 from irforge.results.reading import read_json_object, read_results
 from irforge.results.render import text as results_text
 
-DEFAULT_SERVER = "127.0.0.1:50050"
 SUBMIT_OWN = ("server",)   # submit's --server is the orchestrator (the services' addresses are refused in a job anyway)
-
-
-def default_server() -> str:
-    return os.environ.get("IRFORGE_SERVER") or DEFAULT_SERVER
 
 
 def _whole_number(low: int, high: int):
@@ -37,8 +32,7 @@ def _whole_number(low: int, high: int):
 
 
 def _add_server(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--server", default=default_server(), metavar="HOST:PORT",
-                        help=f"the orchestrator (default $IRFORGE_SERVER or {DEFAULT_SERVER})")
+    add_caller_arguments(parser)
 
 
 def add_parsers(subparsers) -> None:
@@ -96,7 +90,7 @@ def add_parsers(subparsers) -> None:
 def _client(args):
     from irforge.orchestrator.client import OrchestratorClient
 
-    return OrchestratorClient(args.server)
+    return OrchestratorClient(args.server, token=token_from(args))
 
 
 def _job_errors():

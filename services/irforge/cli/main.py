@@ -7,10 +7,11 @@ import os
 import sys
 
 from irforge import __version__
-from irforge.cli import (agreement_cmd, bench_cmd, build_instructions_cmd, check_cmd, compare_cmd, datasets_cmd, eval_cmd,
-                         generate_cmd, instructions_cmd, jobs_cmd, judge_cmd, metrics_cmd, qc_cmd, report_cmd, serve_cmd,
-                         service_cmd, shard_cmd)
+from irforge.cli import (admin_cmd, agreement_cmd, bench_cmd, build_instructions_cmd, check_cmd, compare_cmd, datasets_cmd,
+                         eval_cmd, generate_cmd, instructions_cmd, jobs_cmd, judge_cmd, metrics_cmd, qc_cmd, report_cmd,
+                         serve_cmd, service_cmd, shard_cmd)
 from irforge.cli.parser import IrforgeParser
+from irforge.accounts.errors import USER_ERRORS as ACCOUNT_ERRORS
 from irforge.common.files import NoSpaceLeft, is_disk_full
 from irforge.common.grpc_errors import ServiceUnavailable
 from irforge.common.output_set import OutputFolderError
@@ -30,7 +31,7 @@ from irforge.results.reading import ResultsFileError
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 USER_ERRORS = (DataFormatError, MeasureError, EvaluationError, CorpusError, ModelError, EndpointError, ServiceUnavailable,
-               JudgeError, TlsConfigError, OutputFolderError, DatasetError, ResultsFileError)
+               JudgeError, TlsConfigError, OutputFolderError, DatasetError, ResultsFileError, *ACCOUNT_ERRORS)
 # A full disk (or quota) is the user's environment, not their input and not a bug: exit status 74
 # (EX_IOERR, sysexits.h), told apart from 2 (bad input: retrying cannot help, so a shard worker's
 # Job fails at once) and 1 (a bug, with its traceback). Freeing space and running again can succeed.
@@ -58,6 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     datasets_cmd.add_parser(subparsers)
     report_cmd.add_parser(subparsers)
     check_cmd.add_parser(subparsers)
+    admin_cmd.add_parsers(subparsers)
     for command in subparsers.choices.values():
         add_client_tls_arguments(command)
     return parser

@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from irforge.accounts.authenticate import MODES as AUTH_MODES
 from irforge.config import DEFAULT_MODEL
 
 # Role -> offset from --base-port (the platform's default ports: 50050 + offset).
@@ -24,6 +25,7 @@ PORT_OFFSETS = {"orchestrator": 0, "corpus": 1, "evaluator": 2, "models": 3, "ju
 LISTENING = re.compile(r"irforge \w+ service listening on (\S+):(\d+)")
 WEB_PAGE = re.compile(r"irforge web page at (\S+)")
 STOP_GRACE_S = 15.0
+OPERATOR_NOTICE = re.compile(r"^irforge orchestrator: (operator token .*)$", re.MULTILINE)
 
 
 class StartupError(RuntimeError):
@@ -64,6 +66,10 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--web-port", type=int, metavar="PORT",
                         help="the orchestrator also serves the web page (leaderboard, jobs, reports) on HOST:PORT "
                              "(0: a free port); its URL is printed (default: off)")
+    parser.add_argument("--auth", choices=AUTH_MODES, default="none",
+                        help="who may call the orchestrator: none (default: you, on this machine) or tokens (teams and "
+                             "operators; the first operator token is written to STATE_DIR/orchestrator/operator.token; "
+                             "docs/accounts.md)")
     backends = parser.add_argument_group("backends (passed to the corpus and judge services)")
     backends.add_argument("--backend", choices=("embedded", "elasticsearch"), default="embedded", help="lexical backend")
     backends.add_argument("--elasticsearch-url", help="Elasticsearch URL (default $IRFORGE_ELASTICSEARCH_URL)")
@@ -199,7 +205,7 @@ def start_platform(args, logs: Path) -> list[ServiceProcess]:
         # ... and the orchestrator last, given their addresses.
         addresses = {s.role: s.address for s in services}
         extra = [f"--{'encoder' if role == 'models' else role}-server={address}" for role, address in addresses.items()]
-        extra += ["--job-workers", str(args.job_workers)]
+        extra += ["--job-workers", str(args.job_workers), "--auth", args.auth]
         extra += ["--web-port", str(args.web_port)] if args.web_port is not None else []
         orchestrator = _start("orchestrator", extra, args, env, logs)
         services.append(orchestrator)
@@ -253,6 +259,9 @@ def _serve(args: argparse.Namespace) -> int:
     orchestrator = services[-1].address
     if args.web_port is not None:
         print(f"irforge serve: web page at {web_url(services[-1])}", flush=True)
+    notice = OPERATOR_NOTICE.search(services[-1].log.read_text(encoding="utf-8", errors="replace"))
+    if notice:   # --auth tokens: where the operator's token is (never the token itself)
+        print(f"irforge serve: {notice.group(1)}", flush=True)
     print(f"irforge serve: ready; submit jobs with `irforge submit --server {orchestrator} ...` (Ctrl-C stops all)", flush=True)
     exit_code = 0
     while not stop.wait(0.5):

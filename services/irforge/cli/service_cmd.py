@@ -72,9 +72,10 @@ def add_parser(subparsers) -> None:
     parser.set_defaults(handler=run_service, model=None)
 
 
-def build_bindings(args: argparse.Namespace, stack: ExitStack, cores: dict | None = None) -> list:
-    """The gRPC bindings of the service; `cores` receives the core objects other front doors need
-    (the orchestrator, for the web page in the same process)."""
+def build_bindings(args: argparse.Namespace, stack: ExitStack, interceptors: list | None = None,
+                   cores: dict | None = None) -> list:
+    """The services `args` ask for; `interceptors` gets the server-wide ones they need (the
+    orchestrator's caller check); `cores` the core objects the web page in the same process uses."""
     bindings = []
     cores = {} if cores is None else cores
     if args.name in ("corpus", "all"):
@@ -115,8 +116,17 @@ def build_bindings(args: argparse.Namespace, stack: ExitStack, cores: dict | Non
         from irforge.orchestrator import server as orchestrator_server
         from irforge.orchestrator.config import start_orchestrator
 
-        cores["orchestrator"] = start_orchestrator(orchestrator_settings(args), stack)
-        bindings.append(orchestrator_server.binding(cores["orchestrator"]))
+        from irforge.accounts.front_door import open_front_door
+        from irforge.orchestrator.config import default_state_dir
+
+        settings = orchestrator_settings(args)
+        door = open_front_door(settings.state_dir or default_state_dir(), args.auth, stack, args.operator_token_file)
+        if door.notice:
+            print(f"irforge orchestrator: {door.notice}", flush=True)
+        if interceptors is not None:
+            interceptors.append(door.check)
+        cores.update(orchestrator=start_orchestrator(settings, stack), accounts=door.store, auth=args.auth)
+        bindings += [orchestrator_server.binding(cores["orchestrator"]), door.binding]
     return bindings
 
 
@@ -129,8 +139,14 @@ def start_web_page(args: argparse.Namespace, cores: dict, stack: ExitStack):
     from irforge.web.app import create_app
     from irforge.web.server import start_web
 
-    running = start_web(create_app(cores["orchestrator"]), args.host, args.web_port, tls_cert=args.tls_cert,
-                        tls_key=args.tls_key)
+    authenticate = None
+    if cores.get("auth") == "tokens":   # the same accounts store the gRPC door checks tokens against
+        from irforge.accounts.authenticate import from_token
+
+        accounts = cores["accounts"]
+        authenticate = lambda token: from_token(accounts, token)   # noqa: E731
+    app = create_app(cores["orchestrator"], leaderboard=cores.get("leaderboard"), authenticate=authenticate)
+    running = start_web(app, args.host, args.web_port, tls_cert=args.tls_cert, tls_key=args.tls_key)
     stack.callback(running.stop)
     return running
 
@@ -159,12 +175,13 @@ def run_service(args: argparse.Namespace) -> int:
         start_observability(args.name, args.host, args.metrics_port, args.log_format, stack)
         try:
             tls = ServerTls.from_settings(args.tls_cert, args.tls_key, args.tls_client_ca)
+            interceptors: list = []
             cores: dict = {}
-            bindings = build_bindings(args, stack, cores)
+            bindings = build_bindings(args, stack, interceptors, cores)
             web = start_web_page(args, cores, stack)    # its port refused: nothing served at all
             running = start_server(bindings, host=args.host,
                                    port=DEFAULT_PORTS[args.name] if args.port is None else args.port, max_workers=args.workers,
-                                   tls=tls)
+                                   tls=tls, interceptors=tuple(interceptors))
         except (PortUnavailable, StoreInUse, ValueError) as error:
             print(f"irforge service {args.name}: error: {error}", file=sys.stderr, flush=True)
             return 2

@@ -8,6 +8,7 @@ import argparse
 import os
 from pathlib import Path
 
+from irforge.accounts.authenticate import MODES as AUTH_MODES
 from irforge.common.logs import LOG_FORMATS
 from irforge.orchestrator.config import ROLES, OrchestratorSettings
 
@@ -32,6 +33,14 @@ def add_orchestrator_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--web-port", type=int, metavar="PORT",
                        help="also serve the web page (leaderboard, jobs, reports) over HTTP on --host at PORT, in this "
                             "process, with the gRPC server's TLS certificate if given (0: a free port, printed; default: off)")
+    group.add_argument("--auth", choices=AUTH_MODES, default=os.environ.get("IRFORGE_AUTH") or "none",
+                       help="who may call: none (every caller is the local operator: one person's machine) or tokens "
+                            "(a team's or operator's token, or a client certificate mapped to a team; docs/accounts.md) "
+                            "(default $IRFORGE_AUTH or none)")
+    group.add_argument("--operator-token-file", type=Path, metavar="FILE",
+                       default=os.environ.get("IRFORGE_OPERATOR_TOKEN_FILE") or None,
+                       help="--auth tokens: the operator's token; written there (mode 0600) when the platform has none "
+                            "yet, registered when it holds a new one (a Secret) (default STATE_DIR/operator.token)")
     group.add_argument("--allowed-root", dest="allowed_roots", type=Path, action="append", metavar="DIR",
                        help="refuse jobs whose dataset, spec files or output lie outside DIR (repeatable; default "
                             "$IRFORGE_ALLOWED_ROOTS, colon-separated; none: any path — set it on a shared platform)")

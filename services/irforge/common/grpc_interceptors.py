@@ -180,3 +180,29 @@ class ClientTelemetry(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClientIn
 
     def intercept_stream_stream(self, continuation, client_call_details, request_iterator):
         return continuation(self._with_ids(client_call_details), request_iterator)
+
+
+class BearerToken(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClientInterceptor,
+                  grpc.StreamUnaryClientInterceptor, grpc.StreamStreamClientInterceptor):
+    """Sends `authorization: Bearer <token>` with each call: the caller's credential for a platform
+    started with --auth tokens (irforge.accounts). Never logged: the server reads only ids (above)."""
+
+    def __init__(self, token: str):
+        self._header = ("authorization", f"Bearer {token}")
+
+    def _with_token(self, details: grpc.ClientCallDetails) -> grpc.ClientCallDetails:
+        metadata = [(k, v) for k, v in (details.metadata or ()) if k.lower() != "authorization"] + [self._header]
+        return _CallDetails(details.method, details.timeout, metadata, details.credentials,
+                            getattr(details, "wait_for_ready", None), getattr(details, "compression", None))
+
+    def intercept_unary_unary(self, continuation, client_call_details, request):
+        return continuation(self._with_token(client_call_details), request)
+
+    def intercept_unary_stream(self, continuation, client_call_details, request):
+        return continuation(self._with_token(client_call_details), request)
+
+    def intercept_stream_unary(self, continuation, client_call_details, request_iterator):
+        return continuation(self._with_token(client_call_details), request_iterator)
+
+    def intercept_stream_stream(self, continuation, client_call_details, request_iterator):
+        return continuation(self._with_token(client_call_details), request_iterator)

@@ -16,7 +16,7 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from irforge.common.grpc_interceptors import ClientTelemetry, ServerTelemetry
+from irforge.common.grpc_interceptors import BearerToken, ClientTelemetry, ServerTelemetry
 from irforge.common.tls import ClientTls, ServerTls, TlsConfigError, channel_tls
 
 # Runs and batches of documents can be large; chunked streams keep messages well under this.
@@ -74,13 +74,15 @@ class RunningServer:
 
 
 def start_server(bindings: list[ServiceBinding], host: str = "127.0.0.1", port: int = 0, max_workers: int = 16,
-                 tls: ServerTls | None = None) -> RunningServer:
+                 tls: ServerTls | None = None, interceptors: tuple[grpc.ServerInterceptor, ...] = ()) -> RunningServer:
     """Start serving `bindings` on host:port (port 0 picks a free one); returns once listening.
-    With `tls`, only TLS connections (client certificates required when it names a client CA)."""
+    With `tls`, only TLS connections (client certificates required when it names a client CA).
+    `interceptors` run inside the telemetry (the orchestrator's caller check: a refused call is
+    still counted and logged)."""
     # SO_REUSEPORT off: with it (gRPC's default on Linux) a second server binds a port that one
     # is already serving, says "listening", and the kernel splits connections between the two.
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers),
-                         options=[*CHANNEL_OPTIONS, ("grpc.so_reuseport", 0)], interceptors=[ServerTelemetry()])
+                         options=[*CHANNEL_OPTIONS, ("grpc.so_reuseport", 0)], interceptors=[ServerTelemetry(), *interceptors])
     health_servicer = health.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     for binding in bindings:
@@ -105,10 +107,12 @@ def start_server(bindings: list[ServiceBinding], host: str = "127.0.0.1", port: 
 FROM_ENVIRONMENT = "environment"
 
 
-def open_channel(address: str, tls: ClientTls | None | str = FROM_ENVIRONMENT, channel: str = "") -> grpc.Channel:
+def open_channel(address: str, tls: ClientTls | None | str = FROM_ENVIRONMENT, channel: str = "",
+                 token: str | None = None) -> grpc.Channel:
     """A channel to an irforge server; `tls`: the environment's client TLS settings (default, for
     irforge's own services: those of `channel`, one of common.tls.CHANNELS, when it has its own),
-    explicit ones, or None for plaintext (a team endpoint without TLS)."""
+    explicit ones, or None for plaintext (a team endpoint without TLS). `token`: sent as a bearer
+    token with every call (an orchestrator started with --auth tokens)."""
     options = [*CHANNEL_OPTIONS, ("grpc.service_config", SERVICE_CONFIG), ("grpc.enable_retries", 1)]
     if tls == FROM_ENVIRONMENT:
         tls = channel_tls(channel) if channel else ClientTls.from_env()
@@ -118,7 +122,7 @@ def open_channel(address: str, tls: ClientTls | None | str = FROM_ENVIRONMENT, c
         raise TlsConfigError(f"the {channel} channel to {address}: {error}" if channel else str(error)) from None
     opened = (grpc.secure_channel(address, credentials, options=options) if credentials
               else grpc.insecure_channel(address, options=options))
-    return grpc.intercept_channel(opened, ClientTelemetry())
+    return grpc.intercept_channel(opened, ClientTelemetry(), *([BearerToken(token)] if token else []))
 
 
 def wait_until_serving(address: str, service: str = "", timeout: float = 10.0, channel: str = "") -> None:

@@ -12,6 +12,7 @@ import grpc
 from irforge.common.grpc_errors import ServiceUnavailable, raise_from_rpc
 from irforge.common.grpc_server import open_channel
 from irforge.common.output_set import EVAL_SET, OutputFolderError, OutputSet
+from irforge.accounts import errors as _account_errors  # noqa: F401 - registers Unauthenticated, Forbidden
 from irforge.corpus import errors as _corpus_errors  # noqa: F401 - registers the corpus errors a job's steps raise
 from irforge.corpus.vectors import base as _vector_errors  # noqa: F401 - registers DimensionMismatch likewise
 from irforge.models import errors as _model_errors  # noqa: F401 - registers ModelNotFound... to rebuild it
@@ -29,10 +30,11 @@ def _rebuild(error: grpc.RpcError, address: str):
 
 
 class OrchestratorClient:
-    def __init__(self, address: str, timeout: float = 60.0):
+    def __init__(self, address: str, timeout: float = 60.0, token: str | None = None):
+        """`token`: the caller's bearer token, for an orchestrator started with --auth tokens."""
         self.address = address
         self.timeout = timeout
-        self._channel = open_channel(address, channel="orchestrator")
+        self._channel = open_channel(address, channel="orchestrator", token=token)
         self._stub = orchestrator_pb2_grpc.OrchestratorStub(self._channel)
 
     def _call(self, method, request):
