@@ -99,6 +99,7 @@ SERVERS_AND_CLIENTS = [
     ("irforge.judge.server", "irforge.judge.client"),
     ("irforge.orchestrator.server", "irforge.orchestrator.client"),
     ("irforge.accounts.server", "irforge.accounts.client"),
+    ("irforge.leaderboard.server", "irforge.leaderboard.client"),
 ]
 
 

@@ -4,6 +4,7 @@ acting_as as a front door would)."""
 
 from __future__ import annotations
 
+import shutil
 import time
 
 import pytest
@@ -19,16 +20,34 @@ TEAM_A = Identity("team-a", TEAM, "token")
 TEAM_B = Identity("team-b", TEAM, "token")
 
 
-@pytest.fixture()
-def platform(tmp_path, services_address, scifact_subset):
-    """(orchestrator, leaderboard) with `scifact` registered closed from the 40-query SciFact slice."""
-    services = ServiceAddresses(corpus=services_address, evaluator=services_address, call_timeout_s=60.0,
-                                long_call_timeout_s=60.0)
-    orchestrator = Orchestrator(tmp_path / "state", services, cache_path=tmp_path / "cache.sqlite3", backoff_s=0.05,
-                                progress_interval_s=0.0).start()
-    leaderboard = Leaderboard(orchestrator, daily_limit=10)
+@pytest.fixture(scope="session")
+def registered_state(tmp_path_factory, scifact_subset):
+    """A state dir where an operator registered `scifact` closed from the 40-query SciFact slice
+    (once per session: each platform starts from a copy of it)."""
+    state = tmp_path_factory.mktemp("registered") / "state"
+    orchestrator = Orchestrator(state, ServiceAddresses(), cache_path=state / "cache.sqlite3")
+    leaderboard = Leaderboard(orchestrator)
     with acting_as(OPERATOR_ID):
         leaderboard.register_dataset("scifact", scifact_subset, task="qa", language="en", closed=True)
+    leaderboard.close()
+    orchestrator.shutdown(wait=True)
+    shutil.rmtree(state / "leaderboard" / "indexes")
+    return state
+
+
+@pytest.fixture()
+def platform(tmp_path, services_address, registered_state):
+    """(orchestrator, leaderboard) over real corpus and evaluator services, `scifact` registered
+    closed from the SciFact slice; the platform's daily limit 10."""
+    state = tmp_path / "state"
+    state.mkdir()
+    shutil.copytree(registered_state / "leaderboard", state / "leaderboard")
+    shutil.copyfile(registered_state / "leaderboard.sqlite3", state / "leaderboard.sqlite3")
+    services = ServiceAddresses(corpus=services_address, evaluator=services_address, call_timeout_s=60.0,
+                                long_call_timeout_s=60.0)
+    orchestrator = Orchestrator(state, services, cache_path=tmp_path / "cache.sqlite3", backoff_s=0.05,
+                                progress_interval_s=0.0).start()
+    leaderboard = Leaderboard(orchestrator, daily_limit=10)
     yield orchestrator, leaderboard
     orchestrator.shutdown(wait=True)
     leaderboard.close()

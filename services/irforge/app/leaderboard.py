@@ -54,9 +54,8 @@ class Leaderboard:
     def close(self) -> None:
         self.store.close()
 
-    def _closed_datasets(self) -> dict[str, tuple[Path, str]]:
-        return {str(self.registry.data_dir(d.name)): (self.registry.data_dir(d.name) / "qrels" / f"{d.split}.tsv", d.per_query)
-                for d in self.store.datasets() if d.closed}
+    def _closed_datasets(self) -> dict[str, tuple[str, str]]:
+        return {str(self.registry.data_dir(d.name)): (d.split, d.per_query) for d in self.store.datasets() if d.closed}
 
     def _operator(self, action: str) -> Identity:
         caller = self.disclosure.caller()

@@ -8,7 +8,8 @@ import sys
 
 from irforge import __version__
 from irforge.cli import (admin_cmd, agreement_cmd, bench_cmd, build_instructions_cmd, check_cmd, compare_cmd, datasets_cmd,
-                         eval_cmd, generate_cmd, instructions_cmd, jobs_cmd, judge_cmd, metrics_cmd, qc_cmd, report_cmd,
+                         eval_cmd, generate_cmd, instructions_cmd, jobs_cmd, judge_cmd, leaderboard_cmd, metrics_cmd, qc_cmd,
+                         report_cmd,
                          serve_cmd, service_cmd, shard_cmd)
 from irforge.cli.parser import IrforgeParser
 from irforge.accounts.errors import USER_ERRORS as ACCOUNT_ERRORS
@@ -50,6 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     service_cmd.add_parser(subparsers)
     serve_cmd.add_parser(subparsers)
     jobs_cmd.add_parsers(subparsers)
+    leaderboard_cmd.add_parsers(subparsers)
     qc_cmd.add_parser(subparsers)
     generate_cmd.add_parser(subparsers)
     judge_cmd.add_parser(subparsers)

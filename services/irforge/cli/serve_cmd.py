@@ -70,6 +70,8 @@ def add_parser(subparsers) -> None:
                         help="who may call the orchestrator: none (default: you, on this machine) or tokens (teams and "
                              "operators; the first operator token is written to STATE_DIR/orchestrator/operator.token; "
                              "docs/accounts.md)")
+    parser.add_argument("--daily-submission-limit", type=int, default=10, metavar="N",
+                        help="leaderboard submissions a team may make per UTC day (default 10; docs/leaderboard.md)")
     backends = parser.add_argument_group("backends (passed to the corpus and judge services)")
     backends.add_argument("--backend", choices=("embedded", "elasticsearch"), default="embedded", help="lexical backend")
     backends.add_argument("--elasticsearch-url", help="Elasticsearch URL (default $IRFORGE_ELASTICSEARCH_URL)")
@@ -205,7 +207,8 @@ def start_platform(args, logs: Path) -> list[ServiceProcess]:
         # ... and the orchestrator last, given their addresses.
         addresses = {s.role: s.address for s in services}
         extra = [f"--{'encoder' if role == 'models' else role}-server={address}" for role, address in addresses.items()]
-        extra += ["--job-workers", str(args.job_workers), "--auth", args.auth]
+        extra += ["--job-workers", str(args.job_workers), "--auth", args.auth,
+                  "--daily-submission-limit", str(args.daily_submission_limit)]
         extra += ["--web-port", str(args.web_port)] if args.web_port is not None else []
         orchestrator = _start("orchestrator", extra, args, env, logs)
         services.append(orchestrator)

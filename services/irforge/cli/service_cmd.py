@@ -113,11 +113,10 @@ def build_bindings(args: argparse.Namespace, stack: ExitStack, interceptors: lis
 
         bindings.append(judge_server.binding(stack.enter_context(open_judge(args.judge, args.store))))
     if args.name == "orchestrator":
-        from irforge.orchestrator import server as orchestrator_server
-        from irforge.orchestrator.config import start_orchestrator
-
         from irforge.accounts.front_door import open_front_door
-        from irforge.orchestrator.config import default_state_dir
+        from irforge.leaderboard import server as leaderboard_server
+        from irforge.orchestrator import server as orchestrator_server
+        from irforge.orchestrator.config import default_state_dir, start_orchestrator
 
         settings = orchestrator_settings(args)
         door = open_front_door(settings.state_dir or default_state_dir(), args.auth, stack, args.operator_token_file)
@@ -125,8 +124,11 @@ def build_bindings(args: argparse.Namespace, stack: ExitStack, interceptors: lis
             print(f"irforge orchestrator: {door.notice}", flush=True)
         if interceptors is not None:
             interceptors.append(door.check)
-        cores.update(orchestrator=start_orchestrator(settings, stack), accounts=door.store, auth=args.auth)
-        bindings += [orchestrator_server.binding(cores["orchestrator"]), door.binding]
+        orchestrator = start_orchestrator(settings, stack)
+        leaderboard = start_leaderboard(orchestrator, args, stack, door.store)
+        cores.update(orchestrator=orchestrator, accounts=door.store, auth=args.auth, leaderboard=leaderboard)
+        bindings += [orchestrator_server.binding(orchestrator, leaderboard.disclosure),
+                     leaderboard_server.binding(leaderboard), door.binding]
     return bindings
 
 
@@ -149,6 +151,23 @@ def start_web_page(args: argparse.Namespace, cores: dict, stack: ExitStack):
     running = start_web(app, args.host, args.web_port, tls_cert=args.tls_cert, tls_key=args.tls_key)
     stack.callback(running.stop)
     return running
+
+
+def start_leaderboard(orchestrator, args: argparse.Namespace, stack: ExitStack, accounts=None):
+    """The leaderboard in the orchestrator's process (its Leaderboard service beside the
+    Orchestrator, sharing the state dir), with its log scrubber on this process's log handlers.
+    A caller no front door bound acts as the local operator (--auth none); a team's own daily
+    limit comes from the accounts store when it sets one."""
+    from irforge.accounts.identity import LOCAL_OPERATOR
+    from irforge.app.leaderboard import Leaderboard
+    from irforge.leaderboard.disclosure import scrub_logs
+
+    team_limit = (lambda team: accounts.team(team).daily_submission_limit) if accounts is not None else None
+    leaderboard = Leaderboard(orchestrator, daily_limit=args.daily_submission_limit, team_limit=team_limit,
+                              default_identity=LOCAL_OPERATOR)
+    stack.callback(leaderboard.close)
+    scrub_logs(leaderboard.disclosure)
+    return leaderboard
 
 
 def corpus_vectors(args: argparse.Namespace):

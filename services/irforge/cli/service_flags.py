@@ -51,6 +51,9 @@ def add_orchestrator_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--retry-backoff", type=float, default=2.0, help="seconds before the first retry (doubling)")
     group.add_argument("--shard-runner", choices=("local", "kubernetes"), default=os.environ.get("IRFORGE_SHARD_RUNNER", "local"),
                        help="where sharded corpus encoding runs: local processes or a Kubernetes Indexed Job")
+    group.add_argument("--daily-submission-limit", type=int, default=10, metavar="N",
+                       help="leaderboard submissions a team may make per UTC day, refused ones included (default 10; "
+                       "a team's own limit, where set, wins; docs/leaderboard.md)")
     group.add_argument("--shard-runner-config", type=Path, default=os.environ.get("IRFORGE_SHARD_RUNNER_CONFIG") or None,
                        help="YAML mapping of the shard runner's options (local: max_parallel, retries; kubernetes: image, "
                             "work_volume_claim, gpu_per_shard, node_selector, tolerations, ...; see docs/sharding.md)")

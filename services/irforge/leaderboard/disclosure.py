@@ -5,9 +5,10 @@ the dataset's policy says, and never a line of its qrels, whichever door it asks
   0.63 -> 0.6; 1.0 stays 1.0), `data.qrels_problems.examples` (qrels lines naming unknown
   queries or documents) and `holes` removed. Any other results file but the job's runs
   (qrels.judged.tsv, a judged layer's provenance) is not served at all.
-- Messages (a job's error and warnings, its events, a refusal) are scrubbed line by line: a line
-  naming a query id and one of its judged document ids together is replaced, whatever put it
-  there (a checker quoting a line, an evaluator naming a pair).
+- Messages (a job's error and warnings, its events, a refusal, the service's log lines) are
+  scrubbed line by line: a line naming a judged query id together with a document id of the
+  corpus is replaced, whatever put it there (a checker quoting a line, an evaluator naming a
+  pair); see PairGuard for why any document, not only the judged ones.
 - A team's own job spec may not name a path inside the leaderboard's folder (the registered
   copies, their qrels, other teams' submitted files): a team reaches a closed dataset only
   through a submission, where the daily limit counts it.
@@ -17,6 +18,7 @@ Operators see everything: they hold the qrels anyway.
 from __future__ import annotations
 
 import json
+import logging
 import math
 import re
 import threading
@@ -25,7 +27,6 @@ from dataclasses import replace
 from pathlib import Path
 
 from irforge.accounts.identity import Identity, current_identity, Unauthenticated
-from irforge.data import read_beir_qrels
 from irforge.orchestrator.errors import JobSpecError
 
 WITHHELD_LINE = "[a line withheld: it named a judged query-document pair of a closed dataset]"
@@ -56,15 +57,23 @@ def disclosed_results(results: dict, policy: str) -> dict:
     return shown
 
 
-class QrelsGuard:
-    """One closed dataset's judged pairs, to tell whether a text quotes one."""
+class PairGuard:
+    """Tells whether a line names a judged query of a closed dataset together with a document of
+    its corpus. Any document, not only the judged ones: a line withheld only when its pair is
+    judged would answer "is this pair relevant?" to whoever can put a pair in a message (a
+    malformed line of a submitted run, quoted back). Both sets are what a team knows anyway
+    (the queries it answers, the corpus it ranks), so what is withheld tells nothing."""
 
-    def __init__(self, qrels_path: Path):
-        self.pairs = {query: set(documents) for query, documents in read_beir_qrels(qrels_path).items()}
+    def __init__(self, data_dir: Path, split: str):
+        from irforge.data import BeirDataset
+
+        dataset = BeirDataset.open(data_dir)
+        self.queries = frozenset(dataset.qrels(split))
+        self.documents = frozenset(document.doc_id for document in dataset.corpus())
 
     def quotes(self, line: str) -> bool:
         tokens = set(_TOKEN.findall(line))
-        return any(query in self.pairs and not self.pairs[query].isdisjoint(tokens) for query in tokens)
+        return not tokens.isdisjoint(self.queries) and not tokens.isdisjoint(self.documents)
 
     def scrub(self, text: str) -> str:
         if not text:
@@ -78,11 +87,11 @@ class Disclosure:
 
     def __init__(self, leaderboard_root: Path, closed_datasets: Callable[[], dict[str, tuple[Path, str]]],
                  default_identity: Identity | None = None):
-        """closed_datasets() -> {registered data folder: (its qrels file, per-query policy)}."""
+        """closed_datasets() -> {registered data folder: (its split, per-query policy)}."""
         self.root = Path(leaderboard_root)
         self.closed_datasets = closed_datasets
         self.default_identity = default_identity   # the caller when no front door bound one (--auth none)
-        self._guards: dict[Path, QrelsGuard] = {}
+        self._guards: dict[tuple[str, str], PairGuard] = {}
         self._lock = threading.Lock()
 
     # -- who asks -----------------------------------------------------------------------------
@@ -110,7 +119,7 @@ class Disclosure:
                                    "`irforge leaderboard submit`")
 
     # -- what a job shows -----------------------------------------------------------------------
-    def closed_job(self, spec: dict) -> tuple[QrelsGuard, str] | None:
+    def closed_job(self, spec: dict) -> tuple[PairGuard, str] | None:
         """(the qrels guard, the per-query policy) when the caller is a team and the job (its
         stored spec) runs on a closed dataset; None when nothing is to be hidden."""
         if self.sees_everything():
@@ -119,16 +128,22 @@ class Disclosure:
         if not folder:
             return None
         resolved = Path(folder).resolve()
-        for data_dir, (qrels, policy) in self.closed_datasets().items():
+        for data_dir, (split, policy) in self.closed_datasets().items():
             if resolved == Path(data_dir).resolve():
-                return self._guard(Path(qrels)), policy
+                return self._guard(data_dir, split), policy
         return None
 
-    def _guard(self, qrels: Path) -> QrelsGuard:
-        with self._lock:
-            if qrels not in self._guards:
-                self._guards[qrels] = QrelsGuard(qrels)
-            return self._guards[qrels]
+    def scrub_all(self, text: str) -> str:
+        """`text` with every line naming a judged pair of any closed dataset withheld."""
+        for data_dir, (split, _) in self.closed_datasets().items():
+            text = self._guard(data_dir, split).scrub(text)
+        return text
+
+    def _guard(self, data_dir: str, split: str) -> PairGuard:
+        with self._lock:   # a registered copy never changes: read once per process
+            if (data_dir, split) not in self._guards:
+                self._guards[(data_dir, split)] = PairGuard(Path(data_dir), split)
+            return self._guards[(data_dir, split)]
 
     def record(self, record):
         """A JobRecord as the caller may read it: error and warnings scrubbed on a closed dataset."""
@@ -154,3 +169,33 @@ class Disclosure:
         if name.endswith(SERVED_RUN_SUFFIXES):
             return path
         return None
+
+
+class LogScrubber(logging.Filter):
+    """A log handler's filter: a line naming a judged pair of any closed dataset is withheld, so
+    the service's logs (which `irforge serve` keeps under the state dir, and a cluster ships
+    elsewhere) never carry one, whatever logged it (a job's failure, a traceback)."""
+
+    def __init__(self, disclosure: Disclosure):
+        super().__init__()
+        self.disclosure = disclosure
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = record.getMessage()
+        scrubbed = self.disclosure.scrub_all(text)
+        if scrubbed != text:
+            record.msg, record.args = scrubbed, None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = self.disclosure.scrub_all(record.exc_text)
+        return True
+
+
+def scrub_logs(disclosure: Disclosure, logger: logging.Logger | None = None) -> LogScrubber:
+    """Install a LogScrubber on every handler of `logger` (the root logger's: where the service's
+    logging is configured, irforge.common.logs)."""
+    scrubber = LogScrubber(disclosure)
+    for handler in (logger or logging.getLogger()).handlers:
+        handler.addFilter(scrubber)
+    return scrubber

@@ -1,8 +1,9 @@
 """Registered datasets: an operator's BEIR folder copied into the state dir, where its qrels stay.
 
 STATE_DIR/leaderboard/datasets/<name>/
-    data/             corpus.jsonl, queries.jsonl, qrels/<split>.tsv: the copy every job reads
-                      (only the registered split's qrels are copied; the source is never read again)
+    <name>/           corpus.jsonl, queries.jsonl, qrels/<split>.tsv: the copy every job reads
+                      (only the registered split's qrels are copied; the source is never read again;
+                      named after the dataset, as jobs and results.json name a dataset by its folder)
     candidates.trec   the fixed BM25 top 100 of every query of the split: the reranking
                       category's candidates, computed once at registration (no label in it)
 A registration is staged beside the datasets and renamed into place only once it is whole, so a
@@ -19,7 +20,7 @@ from pathlib import Path
 from irforge.data import BeirDataset
 from irforge.data.errors import DataFormatError
 from irforge.leaderboard.board import CATEGORIES, BoardError, main_metric_for
-from irforge.leaderboard.errors import LeaderboardError
+from irforge.leaderboard.errors import DatasetExists, LeaderboardError
 from irforge.leaderboard.store import DatasetRecord, LeaderboardStore
 
 NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
@@ -67,7 +68,7 @@ class Registry:
 
     def data_dir(self, name: str) -> Path:
         """The registered BEIR folder every job of the dataset reads (on the server only)."""
-        return self.folder(name) / "data"
+        return self.folder(name) / name
 
     def candidates_path(self, name: str) -> Path:
         return self.folder(name) / CANDIDATES_FILE
@@ -77,7 +78,7 @@ class Registry:
         (a bad file is refused here, naming it). The caller commits or discards the staging folder."""
         checked_name(name)
         if self.store.has_dataset(name) or self.folder(name).exists():
-            raise LeaderboardError(f"a dataset named {name!r} is registered already")
+            raise DatasetExists(f"a dataset named {name!r} is registered already")
         try:
             original = BeirDataset.open(source)
             files = [original.corpus_path, original.queries_path, original.qrels_path(split)]
@@ -86,7 +87,7 @@ class Registry:
         (self.root / "datasets").mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=f".staging-{name}-", dir=self.root / "datasets"))
         try:
-            data = staging / "data"
+            data = staging / name
             (data / "qrels").mkdir(parents=True)
             for path in files:
                 shutil.copyfile(path, data / path.relative_to(original.root))
@@ -94,7 +95,7 @@ class Registry:
             copy.qrels(split)   # parsed and checked against the queries now, not in a team's job
         except DataFormatError as error:
             shutil.rmtree(staging, ignore_errors=True)
-            raise LeaderboardError(f"--from {source}: {error}".replace(str(staging / "data"), str(source))) from None
+            raise LeaderboardError(f"--from {source}: {error}".replace(str(staging / name), str(source))) from None
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise

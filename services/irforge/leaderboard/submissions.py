@@ -118,8 +118,8 @@ def _check_run(stored: Path, candidates: Path | None) -> None:
         if extra:
             raise LeaderboardError(
                 f"the submitted run file: query {query_id!r} ranks {len(extra)} document(s) outside its BM25 top "
-                f"{len(allowed.get(query_id, {}))} candidates (e.g. {extra[0]!r}); the reranking category ranks only the "
-                "dataset's candidates (`irforge leaderboard candidates DATASET --out FILE`)")
+                f"{len(allowed.get(query_id, {}))} candidates; the reranking category ranks only the dataset's "
+                "candidates (`irforge leaderboard candidates DATASET --out FILE`)")
 
 
 def _endpoint_pipeline(base: PipelineConfig, category: str, stored: Path, data: bytes, candidates: Path) -> PipelineConfig:

@@ -99,14 +99,14 @@ class OrchestratorServicer(orchestrator_pb2_grpc.OrchestratorServicer):
         for name in result_files(folder):
             shown = self.disclosure.result_file(record.spec, name, folder / name)
             if isinstance(shown, Path):
-                yield from _file_chunks(name, shown)
+                yield from file_chunks(name, shown)
             elif shown is not None:
                 for start in range(0, max(len(shown), 1), protocol.RESULT_CHUNK_BYTES):
                     yield orchestrator_pb2.ResultChunk(name=name, data=shown[start:start + protocol.RESULT_CHUNK_BYTES],
                                                        last=start + protocol.RESULT_CHUNK_BYTES >= len(shown))
 
 
-def _file_chunks(name: str, path: Path):
+def file_chunks(name: str, path: Path):
     with open(path, "rb") as handle:
         while True:
             data = handle.read(protocol.RESULT_CHUNK_BYTES)

@@ -1,0 +1,208 @@
+"""`irforge leaderboard datasets|candidates|submit|submissions|show` (a team's commands) and
+`irforge admin dataset register` (an operator's): the Leaderboard service of a running
+orchestrator (`irforge serve`, or the cluster's). docs/leaderboard.md."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from irforge.cli.jobs_cmd import _add_server
+
+KINDS = ("run", "endpoint", "config")
+
+
+def _errors():
+    from irforge.accounts.identity import Forbidden, Unauthenticated
+    from irforge.leaderboard.board import BoardError
+    from irforge.leaderboard.errors import DatasetNotFound, LeaderboardError, LimitReached, SubmissionNotFound
+    from irforge.orchestrator.errors import JobSpecError
+
+    return (LeaderboardError, LimitReached, DatasetNotFound, SubmissionNotFound, Forbidden, Unauthenticated, BoardError,
+            JobSpecError)
+
+
+def _fail(args, error: Exception) -> int:
+    print(f"irforge {args.command}: error: {error}", file=sys.stderr)
+    return 2
+
+
+def _client(args):
+    from irforge.leaderboard.client import LeaderboardClient
+
+    return LeaderboardClient(args.server)
+
+
+def add_parsers(subparsers) -> None:
+    board = subparsers.add_parser("leaderboard", help="submit to the platform's leaderboard and read it (docs/leaderboard.md)",
+                                  description="Closed-book datasets, your submissions and the board, on a running orchestrator.")
+    commands = board.add_subparsers(dest="leaderboard_command", required=True, metavar="COMMAND")
+
+    datasets = commands.add_parser("datasets", help="the registered datasets: task, main metric, language, closed or open")
+    _add_server(datasets)
+    datasets.set_defaults(handler=run_datasets)
+
+    candidates = commands.add_parser("candidates", help="download a dataset's fixed BM25 top 100 (the reranking category's "
+                                     "candidates; a TREC run, no label in it)")
+    candidates.add_argument("dataset", metavar="NAME")
+    candidates.add_argument("--out", type=Path, required=True, metavar="FILE", help="where to write the TREC run")
+    _add_server(candidates)
+    candidates.set_defaults(handler=run_candidates)
+
+    submit = commands.add_parser("submit", help="submit a system to a dataset: a run file, an endpoint spec or a configuration",
+                                 description="Each submission counts against your team's daily limit, refused ones "
+                                 "included, and is kept with its SHA-256. Prints its id and its job's.")
+    submit.add_argument("--dataset", required=True, metavar="NAME")
+    submit.add_argument("--system", required=True, metavar="NAME", help="your name for the system (a board row)")
+    submit.add_argument("--category", choices=("retrieval", "reranking"), default="retrieval",
+                        help="retrieval (default), or reranking the dataset's BM25 top 100")
+    given = submit.add_mutually_exclusive_group(required=True)
+    given.add_argument("--run", type=Path, metavar="FILE", help="a run file (TREC, JSON, TSV, MS MARCO)")
+    given.add_argument("--endpoint", type=Path, metavar="SPEC", help="an endpoint spec YAML (docs/endpoints.md)")
+    given.add_argument("--config", type=Path, metavar="FILE", help="an irforge pipeline configuration (YAML/JSON; no dataset)")
+    _add_server(submit)
+    submit.set_defaults(handler=run_submit)
+
+    listed = commands.add_parser("submissions", help="your submissions (an operator's: everyone's), newest first")
+    listed.add_argument("--json", action="store_true", help="one JSON object per submission")
+    _add_server(listed)
+    listed.set_defaults(handler=run_submissions)
+
+    show = commands.add_parser("show", help="the board: systems x datasets, main metric (Judged@10), mean and rank")
+    show.add_argument("--category", choices=("retrieval", "reranking"))
+    show.add_argument("--dataset", action="append", dest="datasets", metavar="NAME", help="only these datasets (repeatable)")
+    show.add_argument("--language", metavar="CODE")
+    show.add_argument("--task", metavar="TASK")
+    show.add_argument("--since", metavar="DATE")
+    show.add_argument("--until", metavar="DATE")
+    show.add_argument("--baseline", metavar="TEAM/SYSTEM")
+    show.add_argument("--json", action="store_true", help="the board as JSON")
+    _add_server(show)
+    show.set_defaults(handler=run_show)
+
+    admin = subparsers.add_parser("admin", help="operator commands: datasets of the leaderboard")
+    areas = admin.add_subparsers(dest="admin_command", required=True, metavar="AREA")
+    dataset = areas.add_parser("dataset", help="closed-book datasets")
+    actions = dataset.add_subparsers(dest="dataset_command", required=True, metavar="ACTION")
+    register = actions.add_parser("register", help="copy a BEIR folder on the server into the leaderboard and compute "
+                                  "its BM25 top 100 once",
+                                  description="The folder is read on the orchestrator's filesystem; its corpus, queries "
+                                  "and the split's qrels are copied into the state dir, where the qrels stay.")
+    register.add_argument("name", metavar="NAME")
+    register.add_argument("--from", dest="source", required=True, metavar="FOLDER", help="a BEIR folder on the server")
+    register.add_argument("--split", default="test")
+    register.add_argument("--task", default="qa", help="qa (main metric nDCG@10) or long-doc (R@10), as AIR-Bench")
+    register.add_argument("--main-metric", metavar="MEASURE", help="instead of the task's")
+    register.add_argument("--language", default="en", metavar="CODE")
+    openness = register.add_mutually_exclusive_group()
+    openness.add_argument("--closed", dest="closed", action="store_true", default=True,
+                          help="qrels hidden from teams (the default)")
+    openness.add_argument("--open", dest="closed", action="store_false", help="qrels not hidden: per-query values shown")
+    register.add_argument("--per-query", choices=("withheld", "coarsened", "shown"),
+                          help="what teams see per query (default: withheld when closed, shown when open)")
+    _add_server(register)
+    register.set_defaults(handler=run_register)
+
+
+def run_register(args: argparse.Namespace) -> int:
+    try:
+        with _client(args) as client:
+            dataset = client.register_dataset(args.name, args.source, split=args.split, task=args.task,
+                                              main_metric=args.main_metric, language=args.language, closed=args.closed,
+                                              per_query=args.per_query)
+    except _errors() as error:
+        return _fail(args, error)
+    print(f"registered {dataset.name}: {dataset.queries} queries, {dataset.documents} documents, "
+          f"{'closed' if dataset.closed else 'open'} (per-query: {dataset.per_query}), main metric {dataset.main_metric}; "
+          f"BM25 top {dataset.candidates_depth} candidates sha256 {dataset.candidates_sha256}")
+    return 0
+
+
+def run_datasets(args: argparse.Namespace) -> int:
+    try:
+        with _client(args) as client:
+            datasets = client.datasets()
+    except _errors() as error:
+        return _fail(args, error)
+    for d in datasets:
+        print(f"{d.name}  {d.split}  {d.task}  {d.main_metric}  {d.language}  {'closed' if d.closed else 'open'}  "
+              f"per-query {d.per_query}  {d.queries} queries  {d.documents} documents")
+    return 0
+
+
+def run_candidates(args: argparse.Namespace) -> int:
+    try:
+        with _client(args) as client:
+            client.candidates(args.dataset, args.out)
+    except _errors() as error:
+        return _fail(args, error)
+    print(f"wrote {args.out}")
+    return 0
+
+
+def run_submit(args: argparse.Namespace) -> int:
+    kind, path = next((k, getattr(args, k)) for k in KINDS if getattr(args, k) is not None)
+    try:
+        data = path.read_bytes()
+    except OSError as error:
+        return _fail(args, f"--{kind} {path}: {error.strerror or error}")
+    try:
+        with _client(args) as client:
+            submission = client.submit(dataset=args.dataset, system=args.system, category=args.category, kind=kind, data=data)
+    except _errors() as error:
+        return _fail(args, error)
+    print(f"submission {submission.submission_id} (sha256 {submission.fingerprint}): job {submission.job_id} "
+          f"{submission.state}; follow it with `irforge leaderboard submissions`")
+    return 0
+
+
+def run_submissions(args: argparse.Namespace) -> int:
+    try:
+        with _client(args) as client:
+            submissions = client.submissions()
+    except _errors() as error:
+        return _fail(args, error)
+    from google.protobuf import json_format
+
+    for s in submissions:
+        if args.json:
+            print(json.dumps(json_format.MessageToDict(s, preserving_proto_field_name=True), sort_keys=True))
+            continue
+        value = f"{s.main_metric} {s.metrics[s.main_metric]:.4f}" if s.main_metric in s.metrics else ""
+        print(f"{s.submission_id}  {s.created[:19]}  {s.dataset}  {s.category}  {s.team}/{s.system}  {s.kind}  "
+              f"{s.state}  {value}  {s.error}".rstrip())
+    return 0
+
+
+def run_show(args: argparse.Namespace) -> int:
+    try:
+        with _client(args) as client:
+            board = client.board(category=args.category, datasets=args.datasets, language=args.language, task=args.task,
+                                 since=args.since, until=args.until, baseline=args.baseline)
+    except _errors() as error:
+        return _fail(args, error)
+    if args.json:
+        print(json.dumps(board, indent=2, sort_keys=True))
+        return 0
+    print(board_text(board))
+    return 0
+
+
+def board_text(board: dict) -> str:
+    """The board as a plain table: rank, row, each dataset's main metric (Judged@10), the mean."""
+    names = [c["dataset"] for c in board["columns"]]
+    header = ["rank", "system", *(f"{c['dataset']} {c['main_metric']} (J@10)" for c in board["columns"]),
+              f"mean {board['mean_metric'] or ''}".rstrip()]
+    lines = [header]
+    for row in board["rows"]:
+        cells = []
+        for name in names:
+            score = row["scores"].get(name)
+            cells.append(f"{score['value']:.4f} ({score['judged_at_10']:.2f})" if score else "-")
+        mean = f"{row['mean']:.4f}" if row["mean"] is not None else row["note"] or "-"
+        lines.append([str(row["rank"] or "-"), f"{row['letter']} {row['key']}", *cells, mean])
+    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
+    text = "\n".join("  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip() for line in lines)
+    return text + "".join(f"\n{note}" for note in board.get("notes", []))
