@@ -45,7 +45,7 @@ def expected_letters(values: dict[str, np.ndarray], baseline: str | None, alpha=
     letter = dict(zip(order, "abcdefghijklmnopqrstuvwxyz"))
     best = order[0]
     pairs = [(s, best) for s in order if s != best]
-    if baseline:
+    if baseline and baseline != best:
         pairs += [(s, baseline) for s in order if s not in (best, baseline)]
     raw = [test(values[s], values[a]).pvalue for s, a in pairs]
     holm = multipletests(raw, alpha=alpha, method="holm")[1]
@@ -60,7 +60,7 @@ def expected_letters(values: dict[str, np.ndarray], baseline: str | None, alpha=
 SYSTEMS = {"strong": 0.12, "close": 0.10, "middle": 0.03, "base": 0.0, "weak": -0.15}
 
 
-@pytest.mark.parametrize("baseline", [None, "base"])
+@pytest.mark.parametrize("baseline", [None, "base", "strong"])
 def test_letters_and_p_values_equal_scipy_and_holm(baseline):
     entries = synthetic(SYSTEMS, "d1", 60, seed=11)
     board = build_board(entries, baseline=f"team/{baseline}" if baseline else None, resamples=200)
@@ -74,9 +74,12 @@ def test_letters_and_p_values_equal_scipy_and_holm(baseline):
                 continue
             against = test.against.split("/")[1]
             p, holm = family.get((row.system, against)) or family[(against, row.system)]
+            assert test.against == f"team/{against}/retrieval" and test.system == row.key
             assert test.p == pytest.approx(p, abs=1e-12) and test.p_corrected == pytest.approx(holm, abs=1e-12)
     best = board.rows[0]
     assert best.system == "strong" and best.scores["d1"].vs_best is None
+    # the family is each pair once: 4 against the best, and 3 more against a baseline that is not the best
+    assert len(family) == (7 if baseline == "base" else 4)
     assert board.row("team/close").scores["d1"].vs_best.difference == pytest.approx(
         (aligned(entries)["close"] - aligned(entries)["strong"]).mean(), abs=1e-12)
 
@@ -172,14 +175,14 @@ def test_the_board_carries_no_per_query_value():
 
 @pytest.fixture(scope="module")
 def scifact_runs(scifact_subset, tmp_path_factory):
-    """BM25 (default and k1=0.9 b=0.4) run by irforge on a 40-query SciFact slice, and a third run:
+    """BM25 (default k1=0.9 b=0.4, and Lucene's k1=1.2 b=0.75) run by irforge on a 40-query SciFact slice, and a third run:
     the default run with each query's top 10 in reverse order. Scored here by pytrec_eval."""
     import irforge
     import pytrec_eval
 
     root = tmp_path_factory.mktemp("leaderboard-scifact")
     runs = {}
-    for label, options in {"bm25": {}, "bm25-k1-0.9": {"k1": 0.9, "b": 0.4}}.items():
+    for label, options in {"bm25": {}, "bm25-lucene": {"k1": 1.2, "b": 0.75}}.items():
         irforge.evaluate(scifact_subset, out=root / label, index_dir=root / "indexes", measures=["nDCG@10"], **options)
         runs[label] = read_trec(root / label / "run.trec")
     runs["reversed-top10"] = {q: reverse_top10(docs) for q, docs in runs["bm25"].items()}
@@ -214,7 +217,7 @@ def test_scifact_board_letters_equal_scipy_on_pytrec_eval_values(scifact_runs):
     assert {r.system: r.scores["scifact"].better_than for r in board.rows} == letters
     assert board.columns[0].queries == 40 and len(board.rows) == 3
     # BM25's two settings are not told apart on 40 queries; both beat the reversed top 10
-    assert letters["bm25"] == ("c",) and letters["bm25-k1-0.9"] == ("c",) and letters["reversed-top10"] == ()
+    assert letters["bm25"] == ("c",) and letters["bm25-lucene"] == ("c",) and letters["reversed-top10"] == ()
     for row in board.rows:
         test = row.scores["scifact"].vs_baseline
         if test is not None:

@@ -299,8 +299,8 @@ def _column(dataset, description, tuple_of, latest, letter_of, baseline_key, **t
         note = "fewer than two queries every row has a value for: no test"
     else:
         pairs = [(key, best) for key in present if key != best]
-        if baseline_key in present:
-            # (baseline, best) is among the pairs above already: tested once
+        if baseline_key in present and baseline_key != best:
+            # (baseline, best) is among the pairs above already: each pair is tested once
             pairs += [(key, baseline_key) for key in present if key not in (best, baseline_key)]
     tests = significance.column_tests(values, pairs, **test_options) if pairs else []
     cells = {}
