@@ -17,6 +17,9 @@ def add_parsers(subparsers) -> None:
                                   description="Manage who may use the platform (docs/accounts.md). Every command "
                                   "calls the orchestrator as the operator whose token --token-env names.")
     commands = admin.add_subparsers(dest="admin_command", required=True, metavar="WHAT")
+    from irforge.cli import leaderboard_cmd
+
+    leaderboard_cmd.add_admin_parsers(commands)   # `irforge admin dataset register`
     team = commands.add_parser("team", help="add, list, issue or revoke tokens, set limits, map certificates")
     actions = team.add_subparsers(dest="team_command", required=True, metavar="ACTION")
 

@@ -82,8 +82,9 @@ def add_parsers(subparsers) -> None:
     _add_server(show)
     show.set_defaults(handler=run_show)
 
-    admin = subparsers.add_parser("admin", help="operator commands: datasets of the leaderboard")
-    areas = admin.add_subparsers(dest="admin_command", required=True, metavar="AREA")
+
+def add_admin_parsers(areas) -> None:
+    """`irforge admin dataset ...`, under the admin command irforge.cli.admin_cmd makes."""
     dataset = areas.add_parser("dataset", help="closed-book datasets")
     actions = dataset.add_subparsers(dest="dataset_command", required=True, metavar="ACTION")
     register = actions.add_parser("register", help="copy a BEIR folder on the server into the leaderboard and compute "
