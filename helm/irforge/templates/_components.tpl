@@ -82,6 +82,10 @@ args:
   - --judge
   - /etc/irforge/judge/judge.yaml
 {{- end }}
+{{- if and (eq .component "orchestrator") $v.web.enabled }}
+  - --web-port
+  - {{ $v.web.port | quote }}
+{{- end }}
 {{- range $spec.extraArgs }}
   - {{ . | quote }}
 {{- end }}
