@@ -184,6 +184,30 @@ def test_the_command_line_reads_the_token_from_the_environment_only(platform, to
     assert main(["whoami", *server]) == 0 and capsys.readouterr().out == "team-c (team, via token)\n"
 
 
+def test_the_operators_commands(platform, tokens, tmp_path, monkeypatch, capsys):
+    from irforge.cli.main import main
+
+    server = ["--server", platform.address]
+    monkeypatch.setenv("IRFORGE_TOKEN", tokens["admin"])
+    saved = tmp_path / "team-b.token"
+    assert main(["admin", "team", "token", "team-b", "--save", str(saved), *server]) == 0
+    assert capsys.readouterr().out == "" and stat.S_IMODE(saved.stat().st_mode) == 0o600
+    tokens["team-b saved"] = saved.read_text().strip()
+    token_id = hashlib.sha256(tokens["team-b saved"].encode()).hexdigest()[:12]
+    assert main(["admin", "team", "token", "team-b", "--save", str(saved), *server]) == 2   # never overwritten
+    assert "exists" in capsys.readouterr().err and saved.read_text().strip() == tokens["team-b saved"]
+    assert main(["admin", "team", "revoke", "team-b", "--token-id", token_id, *server]) == 0
+    assert capsys.readouterr().out == f"team team-b: revoked {token_id}\n"
+    assert main(["admin", "team", "limit", "team-a", "20", *server]) == 0
+    assert main(["admin", "team", "cert", "team-a", "team-a-ci.example.org", *server]) == 0
+    assert main(["admin", "team", "list", *server]) == 0
+    listed = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()}
+    assert "limit 20" in listed["team-a"] and "certificates team-a-ci.example.org" in listed["team-a"]
+    assert "limit 10" in listed["team-b"] and token_id not in listed["team-b"]
+    assert main(["admin", "audit", "--who", "admin", "--action", "team.limit", *server]) == 0
+    assert "admin (operator, token)  team.limit team-a  ok  daily submission limit 20" in capsys.readouterr().out
+
+
 def test_the_audit_log_names_who_did_what_and_how_it_ended(platform, tokens, job_of_a):
     with AccountsClient(platform.address, token=tokens["team-a"]) as team_a, pytest.raises(Forbidden):
         team_a.audit()

@@ -49,6 +49,8 @@ CLUSTER = "needs a Kubernetes cluster (and the network for chart repositories); 
 SYNOPSIS = "a synopsis ([optional] flags, PLACEHOLDERS): every flag it names must exist on the real parser"
 INTERNET = ("downloads from BEIR's server on the internet, which the suite never reaches; tests/datasets runs the same "
             "download against an archive server on 127.0.0.1; irforge lines parsed")
+ACCOUNTS = ("needs an orchestrator started with --auth tokens (the docs' platform is the single-user one); "
+            "tests/accounts/test_teams.py and test_certificates.py run these commands against one; lines parsed")
 # The one table of blocks that do not run, keyed by (file, start of the block's first line).
 NOT_RUN: dict[tuple[str, str], NotRun] = {
     ("README.md", "python3 -m venv .venv && .venv/bin/pip install -q -e . &&"): NotRun("install", INSTALL),
@@ -115,6 +117,9 @@ NOT_RUN: dict[tuple[str, str], NotRun] = {
                            "a plaintext corpus beside a TLS evaluator); lines parsed"),
     ("docs/sharding.md", "plan_shards ──►"): NotRun("not-a-command", "a diagram"),
     ("docs/sharding.md", "irforge shard-worker --dataset DIR"): NotRun("synopsis", SYNOPSIS),
+    ("docs/accounts.md", "export IRFORGE_SERVER=127.0.0.1:50050"): NotRun("synopsis", ACCOUNTS),
+    ("docs/accounts.md", "export IRFORGE_TOKEN=$(cat team-a.token)"): NotRun("synopsis", ACCOUNTS),
+    ("docs/accounts.md", "irforge admin team cert team-a"): NotRun("synopsis", ACCOUNTS),
     ("docs/sparse.md", "irforge service models --sparse"):
         NotRun("synopsis", "starts a server that runs until stopped; tests/models/test_sparse_grpc.py runs the same "
                            "eval against a sparse Encoder service on 127.0.0.1; lines parsed"),

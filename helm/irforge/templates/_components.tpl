@@ -123,6 +123,12 @@ args:
       key: {{ $v.judge.apiKey.key }}
 {{- end }}
 {{- if eq .component "orchestrator" }}
+- name: IRFORGE_AUTH
+  value: {{ $v.orchestrator.auth.mode | quote }}
+{{- if $v.orchestrator.auth.operatorToken.existingSecret }}
+- name: IRFORGE_OPERATOR_TOKEN_FILE
+  value: /etc/irforge/operator-token/{{ $v.orchestrator.auth.operatorToken.key }}
+{{- end }}
 {{- range $v.orchestrator.endpointSecrets }}
 - name: {{ .env }}
   valueFrom:
@@ -167,6 +173,11 @@ args:
   mountPath: {{ .root.Values.persistence.datasets.mountPath }}
   readOnly: true
 {{- end }}
+{{- if and (eq .component "orchestrator") .root.Values.orchestrator.auth.operatorToken.existingSecret }}
+- name: operator-token
+  mountPath: /etc/irforge/operator-token
+  readOnly: true
+{{- end }}
 {{- end }}
 
 {{- define "irforge.podVolumes" -}}
@@ -196,6 +207,12 @@ args:
   persistentVolumeClaim:
     claimName: {{ $root.Values.persistence.datasets.existingClaim }}
     readOnly: true
+{{- end }}
+{{- with $root.Values.orchestrator.auth.operatorToken.existingSecret }}
+- name: operator-token
+  secret:
+    secretName: {{ . }}
+    defaultMode: 0400
 {{- end }}
 {{- end }}
 
