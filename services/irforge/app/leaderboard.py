@@ -183,17 +183,21 @@ class Leaderboard:
     # -- the board ----------------------------------------------------------------------------
     def entries(self):
         """Every done submission as a board Entry, per-query values filled in (server side only:
-        the Board built from them holds aggregates and p-values, never a per-query value)."""
+        the Board built from them holds aggregates and p-values, never a per-query value).
+        The board is public: every team's jobs are read with the server's own authority (the job
+        store and results folders), not as the caller, who may see only its own jobs."""
         from irforge.leaderboard.board import Entry
+        from irforge.results.reading import read_results
 
         datasets = {d.name: d for d in self.store.datasets()}
         entries = []
         for record in self.store.submissions(None, limit=1_000_000):
             if record.state != "submitted" or record.dataset not in datasets:
                 continue
-            if self.orchestrator.get(record.job_id).state != JobState.SUCCEEDED:
+            if self.orchestrator.store.job(record.job_id).state != JobState.SUCCEEDED:
                 continue
-            dataset, results = datasets[record.dataset], self._results(record.job_id)
+            folder = self.orchestrator.job_dir(record.job_id) / "results"
+            dataset, results = datasets[record.dataset], read_results(folder / "results.json", required=())
             metric = dataset.main_metric
             entries.append(Entry(
                 submission_id=record.submission_id, team=record.team, system=record.system, category=record.category,
