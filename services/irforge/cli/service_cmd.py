@@ -147,10 +147,34 @@ def start_web_page(args: argparse.Namespace, cores: dict, stack: ExitStack):
 
         accounts = cores["accounts"]
         authenticate = lambda token: from_token(accounts, token)   # noqa: E731
-    app = create_app(cores["orchestrator"], leaderboard=cores.get("leaderboard"), authenticate=authenticate)
+    app = create_app(cores["orchestrator"], leaderboard=cores.get("leaderboard"), authenticate=authenticate,
+                     proxy_identity=web_proxy_identity(args, cores.get("accounts")))
     running = start_web(app, args.host, args.web_port, tls_cert=args.tls_cert, tls_key=args.tls_key)
     stack.callback(running.stop)
     return running
+
+
+def web_proxy_identity(args: argparse.Namespace, accounts):
+    """The identity an OIDC proxy's headers name (accounts.authenticate.from_proxy_header), when the
+    operator trusts --web-proxy-user-header; None otherwise. A request without the header falls
+    back to the page's own token login."""
+    header = getattr(args, "web_proxy_user_header", None)
+    if not header:
+        return None
+    if args.web_proxy_mapping is None:
+        raise ValueError("--web-proxy-user-header needs --web-proxy-mapping (the users and groups of each team)")
+    if getattr(args, "auth", "none") != "tokens":
+        raise ValueError("--web-proxy-user-header: run with --auth tokens (with --auth none every caller is the operator)")
+    from irforge.accounts.authenticate import ProxyMapping, from_proxy_header
+
+    mapping = ProxyMapping.load(args.web_proxy_mapping)
+    groups_header = args.web_proxy_groups_header
+
+    def identity(headers):
+        user = headers.get(header)
+        return from_proxy_header(mapping, user, headers.get(groups_header), accounts) if user else None
+
+    return identity
 
 
 def start_leaderboard(orchestrator, args: argparse.Namespace, stack: ExitStack, accounts=None):
