@@ -64,7 +64,7 @@ def make_platform(tmp_path, services_address):
         accounts = AccountsStore(state / "accounts.sqlite3")
         audit.attach(accounts)
         tokens = {team: accounts.create_team(team) for team in teams}
-        tokens["operator"] = accounts.create_operator("ops")
+        tokens["operator"] = accounts.add_operator_token("ops")
         leaderboard = Leaderboard(orchestrator, team_limit=lambda team: accounts.team(team).daily_submission_limit)
         web = start_web(create_app(orchestrator, leaderboard=leaderboard,
                                    authenticate=lambda token: from_token(accounts, token)))

@@ -207,16 +207,26 @@ def submission_block(orchestrator, status) -> Markup:
 
 
 def configuration(pipeline: dict) -> dict:
-    """The pipeline's settings a reader compares systems by; server paths shown by their last part only."""
+    """The settings that made this system: those differing from irforge's defaults (a reader
+    compares systems by them; forty default lines would hide them), plus its retriever unless it
+    was a run file. Server paths are shown by their last part only."""
     from pathlib import PurePath
 
+    from irforge.orchestrator.spec import JobSpec
+    from irforge.reports.markup import flatten
+
+    defaults = dict(flatten(JobSpec.of(dataset="-").as_dict()["pipeline"]))
+    ran = bool((pipeline.get("given") or {}).get("runs"))
     shown = {}
-    for key, value in pipeline.items():
+    for key, value in flatten(pipeline):
         if key == "dataset" and value:
             value = PurePath(str(value)).name
-        elif key == "given" and isinstance(value, dict):
-            value = {k: [PurePath(str(p)).name for p in v] if isinstance(v, list) else v for k, v in value.items()}
-        shown[key] = value
+        elif key == "given.runs" and isinstance(value, list):
+            value = [PurePath(str(p)).name for p in value]
+        if key in ("dataset", "split") or (key == "retriever" and not ran) or value != defaults.get(key):
+            shown[key] = value
+    if ran:
+        shown["given.runs"] = [f"{name} (the submitted run file: no retrieval ran on the server)" for name in shown["given.runs"]]
     return shown
 
 
