@@ -92,3 +92,23 @@ def test_a_taken_web_port_stops_the_service_before_it_serves(tmp_path):
             stop(process)
     text = log.read_text()
     assert f"the web page cannot listen on 127.0.0.1:{port}" in text and "listening on" not in text
+
+
+def test_irforge_serve_prints_the_web_page_url(tmp_path):
+    """`irforge serve --web-port 0`: the orchestrator it starts serves the page; serve prints the URL."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "services"), "HF_HUB_OFFLINE": "1"}
+    log = tmp_path / "serve.log"
+    with open(log, "wb") as output:
+        process = subprocess.Popen([sys.executable, "-m", "irforge.cli.main", "serve", "--no-models", "--no-judge",
+                                    "--base-port", "0", "--web-port", "0", "--state-dir", str(tmp_path / "platform")],
+                                   stdout=output, stderr=subprocess.STDOUT, env=env)
+    try:
+        url = wait_for_line(process, log, r"irforge serve: web page at (http://\S+)", timeout=240).group(1)
+        wait_for_line(process, log, r"irforge serve: ready;")
+        with httpx.Client(base_url=url, follow_redirects=False, timeout=30) as client:
+            page = client.get("/jobs")     # --auth none (serve's default): the local operator, no login
+            assert page.status_code == 200 and "local (operator)" in page.text
+            assert client.get("/").status_code == 200
+    finally:
+        stop(process)
+    assert process.returncode == 0, log.read_text()[-2000:]
