@@ -86,6 +86,14 @@ args:
   - --web-port
   - {{ $v.web.port | quote }}
 {{- end }}
+{{- if eq .component "orchestrator" }}
+  - --auth
+  - {{ $v.orchestrator.auth.mode | quote }}
+{{- if $v.orchestrator.auth.operatorToken.existingSecret }}
+  - --operator-token-file
+  - /etc/irforge/operator-token/{{ $v.orchestrator.auth.operatorToken.key }}
+{{- end }}
+{{- end }}
 {{- range $spec.extraArgs }}
   - {{ . | quote }}
 {{- end }}
@@ -123,12 +131,6 @@ args:
       key: {{ $v.judge.apiKey.key }}
 {{- end }}
 {{- if eq .component "orchestrator" }}
-- name: IRFORGE_AUTH
-  value: {{ $v.orchestrator.auth.mode | quote }}
-{{- if $v.orchestrator.auth.operatorToken.existingSecret }}
-- name: IRFORGE_OPERATOR_TOKEN_FILE
-  value: /etc/irforge/operator-token/{{ $v.orchestrator.auth.operatorToken.key }}
-{{- end }}
 {{- range $v.orchestrator.endpointSecrets }}
 - name: {{ .env }}
   valueFrom:
@@ -212,7 +214,7 @@ args:
 - name: operator-token
   secret:
     secretName: {{ . }}
-    defaultMode: 0400
+    defaultMode: 0440   # root and the pod's fsGroup: the non-root service reads it
 {{- end }}
 {{- end }}
 

@@ -23,6 +23,7 @@ from irforge.orchestrator.store import StoreInUse
 SERVICES = ("corpus", "evaluator", "models", "judge", "orchestrator", "all")
 # The platform's port convention (irforge serve, the Helm chart): one well-known port per role.
 DEFAULT_WORKERS = 16
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
 PARENT_PID_VARIABLE = "IRFORGE_PARENT_PID"  # set by `irforge serve` for the services it starts
 # The vectors and stores options that are not the corpus service's vector store (its --index-dir
 # and --elasticsearch-url are its own, above; it searches what clients ask, exactly or by HNSW).
@@ -218,6 +219,10 @@ def run_service(args: argparse.Namespace) -> int:
         start_observability(args.name, args.host, args.metrics_port, args.log_format, stack)
         try:
             tls = ServerTls.from_settings(args.tls_cert, args.tls_key, args.tls_client_ca)
+            if args.name == "orchestrator" and args.auth != "none" and tls is None and args.host not in LOOPBACK:
+                print(f"irforge {args.name} service: warning: --auth {args.auth} without TLS on {args.host}: tokens cross "
+                      "the network readable by anyone on the path; serve TLS (--tls-cert, --tls-key; docs/security.md)",
+                      file=sys.stderr, flush=True)
             interceptors: list = []
             cores: dict = {}
             bindings = build_bindings(args, stack, interceptors, cores)
