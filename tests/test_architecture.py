@@ -98,8 +98,8 @@ SERVERS_AND_CLIENTS = [
     ("irforge.models.reranker_server", "irforge.endpoints.rerank"),
     ("irforge.judge.server", "irforge.judge.client"),
     ("irforge.orchestrator.server", "irforge.orchestrator.client"),
-    ("irforge.accounts.server", "irforge.accounts.client"),
     ("irforge.leaderboard.server", "irforge.leaderboard.client"),
+    ("irforge.accounts.server", "irforge.accounts.client"),
 ]
 
 

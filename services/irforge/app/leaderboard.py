@@ -2,8 +2,8 @@
 web pages): register a closed-book dataset, list datasets and their candidates, submit, read
 one's submissions, and the entries and board the rankings are built from.
 
-Who asks is `current_identity()` (bound by the front door; `default_identity` when none is, as
-under `--auth none`): operators register datasets and see every submission; a team submits
+Who asks is the caller the front door bound (irforge.orchestrator.owners.caller: in-process
+calls with none bound act as the local operator): operators register datasets and see every submission; a team submits
 within its daily limit and sees its own submissions only, another team's answering NOT_FOUND.
 """
 
@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from irforge.accounts.audit import audited
 from irforge.accounts.identity import Forbidden, Identity
 from irforge.leaderboard.disclosure import Disclosure, disclosed_results
 from irforge.leaderboard.errors import DatasetNotFound, LeaderboardError, SubmissionNotFound
@@ -40,7 +41,7 @@ class SubmissionStatus:
 
 class Leaderboard:
     def __init__(self, orchestrator, *, daily_limit: int | None = DEFAULT_DAILY_LIMIT,
-                 team_limit: Callable[[str], int | None] | None = None, default_identity: Identity | None = None):
+                 team_limit: Callable[[str], int | None] | None = None):
         """`daily_limit`: a team's submissions per UTC day unless `team_limit(team)` (the
         accounts store's) names its own; None: unlimited."""
         self.orchestrator = orchestrator
@@ -49,7 +50,7 @@ class Leaderboard:
         self.registry = Registry(self.root, self.store)
         self.daily_limit = daily_limit
         self.team_limit = team_limit
-        self.disclosure = Disclosure(self.root, self._closed_datasets, default_identity)
+        self.disclosure = Disclosure(self.root, self._closed_datasets)
 
     def close(self) -> None:
         self.store.close()
@@ -69,11 +70,17 @@ class Leaderboard:
                          per_query: str | None = None) -> DatasetRecord:
         """Copy `source` (a BEIR folder on the server) into the state dir and compute its fixed
         BM25 top 100 (embedded BM25, default k1 and b) once: the reranking category's candidates."""
+        with audited("dataset.register", name, detail=f"from {source}"):
+            return self._register(name, Path(source), split=split, task=task, main_metric=main_metric,
+                                  language=language, closed=closed, per_query=per_query)
+
+    def _register(self, name: str, source: Path, *, split: str, task: str, main_metric: str | None, language: str,
+                  closed: bool, per_query: str | None) -> DatasetRecord:
         self._operator("registering a dataset")
         checked_name(name)
         metric = checked_main_metric(task, main_metric)
         policy = per_query_policy(closed, per_query)
-        staging, copy = self.registry.stage(name, Path(source), split)
+        staging, copy = self.registry.stage(name, source, split)
         try:
             bm25 = _bm25_top(copy.root, split, language, staging / "bm25", self.root / "indexes")
             shutil.move(staging / "bm25" / "run.trec", staging / "candidates.trec")
@@ -103,7 +110,14 @@ class Leaderboard:
     def submit(self, *, dataset: str, system: str, category: str, kind: str, data: bytes) -> SubmissionStatus:
         """Count, keep and check a submission, then queue its job. The limit is checked before
         anything else; every submission past it is kept (its bytes and SHA-256) and counts, even
-        one refused for what it holds."""
+        one refused for what it holds. The audit log gets a row either way (refusals' messages
+        as the team reads them: scrubbed)."""
+        with audited("leaderboard.submit", dataset[:64]) as row:
+            status = self._submit(dataset=dataset, system=system, category=category, kind=kind, data=data)
+            row.target, row.detail = status.record.submission_id, f"{dataset[:64]} {category[:20]} {kind[:20]} job {status.record.job_id}"
+            return status
+
+    def _submit(self, *, dataset: str, system: str, category: str, kind: str, data: bytes) -> SubmissionStatus:
         caller = self.disclosure.caller()
         limit = None if caller.is_operator else self._limit_for(caller.name)
         now = utc_now()

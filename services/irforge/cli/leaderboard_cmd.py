@@ -9,19 +9,18 @@ import json
 import sys
 from pathlib import Path
 
-from irforge.cli.jobs_cmd import _add_server
+from irforge.cli.caller import add_caller_arguments as _add_server
 
 KINDS = ("run", "endpoint", "config")
 
 
 def _errors():
-    from irforge.accounts.identity import Forbidden, Unauthenticated
+    from irforge.accounts.errors import USER_ERRORS as ACCOUNT_ERRORS
     from irforge.leaderboard.board import BoardError
     from irforge.leaderboard.errors import DatasetNotFound, LeaderboardError, LimitReached, SubmissionNotFound
     from irforge.orchestrator.errors import JobSpecError
 
-    return (LeaderboardError, LimitReached, DatasetNotFound, SubmissionNotFound, Forbidden, Unauthenticated, BoardError,
-            JobSpecError)
+    return (LeaderboardError, LimitReached, DatasetNotFound, SubmissionNotFound, BoardError, JobSpecError, *ACCOUNT_ERRORS)
 
 
 def _fail(args, error: Exception) -> int:
@@ -30,9 +29,10 @@ def _fail(args, error: Exception) -> int:
 
 
 def _client(args):
+    from irforge.cli.caller import token_from
     from irforge.leaderboard.client import LeaderboardClient
 
-    return LeaderboardClient(args.server)
+    return LeaderboardClient(args.server, token=token_from(args))
 
 
 def add_parsers(subparsers) -> None:
@@ -53,7 +53,8 @@ def add_parsers(subparsers) -> None:
 
     submit = commands.add_parser("submit", help="submit a system to a dataset: a run file, an endpoint spec or a configuration",
                                  description="Each submission counts against your team's daily limit, refused ones "
-                                 "included, and is kept with its SHA-256. Prints its id and its job's.")
+                                 "included, and is kept with its SHA-256. Prints its job's id (follow it with `irforge "
+                                 "watch JOB`).")
     submit.add_argument("--dataset", required=True, metavar="NAME")
     submit.add_argument("--system", required=True, metavar="NAME", help="your name for the system (a board row)")
     submit.add_argument("--category", choices=("retrieval", "reranking"), default="retrieval",
@@ -110,7 +111,8 @@ def add_admin_parsers(areas) -> None:
 def run_register(args: argparse.Namespace) -> int:
     try:
         with _client(args) as client:
-            dataset = client.register_dataset(args.name, args.source, split=args.split, task=args.task,
+            # As `irforge submit`'s paths: resolved where typed, read on the orchestrator's filesystem.
+            dataset = client.register_dataset(args.name, str(Path(args.source).resolve()), split=args.split, task=args.task,
                                               main_metric=args.main_metric, language=args.language, closed=args.closed,
                                               per_query=args.per_query)
     except _errors() as error:
@@ -154,8 +156,10 @@ def run_submit(args: argparse.Namespace) -> int:
             submission = client.submit(dataset=args.dataset, system=args.system, category=args.category, kind=kind, data=data)
     except _errors() as error:
         return _fail(args, error)
+    # The job id alone on stdout, as `irforge submit` prints it: JOB=$(irforge leaderboard submit ...).
+    print(submission.job_id)
     print(f"submission {submission.submission_id} (sha256 {submission.fingerprint}): job {submission.job_id} "
-          f"{submission.state}; follow it with `irforge leaderboard submissions`")
+          f"{submission.state}; follow it with `irforge watch {submission.job_id}`", file=sys.stderr)
     return 0
 
 

@@ -126,10 +126,10 @@ def build_bindings(args: argparse.Namespace, stack: ExitStack, interceptors: lis
         if interceptors is not None:
             interceptors.append(door.check)
         orchestrator = start_orchestrator(settings, stack)
-        leaderboard = start_leaderboard(orchestrator, args, stack, door.store)
+        leaderboard = start_leaderboard(orchestrator, door.store, args, stack)
         cores.update(orchestrator=orchestrator, accounts=door.store, auth=args.auth, leaderboard=leaderboard)
-        bindings += [orchestrator_server.binding(orchestrator, leaderboard.disclosure),
-                     leaderboard_server.binding(leaderboard), door.binding]
+        bindings += [orchestrator_server.binding(orchestrator, leaderboard.disclosure), door.binding,
+                     leaderboard_server.binding(leaderboard)]
     return bindings
 
 
@@ -178,18 +178,21 @@ def web_proxy_identity(args: argparse.Namespace, accounts):
     return identity
 
 
-def start_leaderboard(orchestrator, args: argparse.Namespace, stack: ExitStack, accounts=None):
+def start_leaderboard(orchestrator, accounts, args: argparse.Namespace, stack: ExitStack):
     """The leaderboard in the orchestrator's process (its Leaderboard service beside the
     Orchestrator, sharing the state dir), with its log scrubber on this process's log handlers.
-    A caller no front door bound acts as the local operator (--auth none); a team's own daily
-    limit comes from the accounts store when it sets one."""
-    from irforge.accounts.identity import LOCAL_OPERATOR
+    The accounts front door binds the caller of every call; a team's own daily limit comes
+    from the accounts store, else --daily-submission-limit."""
     from irforge.app.leaderboard import Leaderboard
     from irforge.leaderboard.disclosure import scrub_logs
 
-    team_limit = (lambda team: accounts.team(team).daily_submission_limit) if accounts is not None else None
-    leaderboard = Leaderboard(orchestrator, daily_limit=args.daily_submission_limit, team_limit=team_limit,
-                              default_identity=LOCAL_OPERATOR)
+    def team_limit(team: str) -> int | None:
+        try:
+            return accounts.team(team).daily_submission_limit
+        except LookupError:   # an operator's name, or a team removed since: the platform's default
+            return None
+
+    leaderboard = Leaderboard(orchestrator, daily_limit=args.daily_submission_limit, team_limit=team_limit)
     stack.callback(leaderboard.close)
     scrub_logs(leaderboard.disclosure)
     return leaderboard

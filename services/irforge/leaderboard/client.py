@@ -18,10 +18,11 @@ from irforge.v1 import leaderboard_pb2, leaderboard_pb2_grpc
 
 
 class LeaderboardClient:
-    def __init__(self, address: str, timeout: float = 600.0):
+    def __init__(self, address: str, timeout: float = 600.0, token: str | None = None):
+        """`token`: the caller's bearer token, for an orchestrator started with --auth tokens."""
         self.address = address
         self.timeout = timeout      # registering computes BM25 over the whole corpus
-        self._channel = open_channel(address, channel="orchestrator")
+        self._channel = open_channel(address, channel="orchestrator", token=token)
         self._stub = leaderboard_pb2_grpc.LeaderboardStub(self._channel)
 
     def _call(self, method, request):

@@ -26,8 +26,9 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from irforge.accounts.identity import Identity, current_identity, Unauthenticated
+from irforge.accounts.identity import Identity
 from irforge.orchestrator.errors import JobSpecError
+from irforge.orchestrator.owners import caller
 
 WITHHELD_LINE = "[a line withheld: it named a judged query-document pair of a closed dataset]"
 COARSE_STEP = 0.1
@@ -85,23 +86,17 @@ class Disclosure:
     """The orchestrator's front door asks this before answering a caller (orchestrator/server.py):
     which jobs are on a closed dataset, and what of them the caller may read."""
 
-    def __init__(self, leaderboard_root: Path, closed_datasets: Callable[[], dict[str, tuple[Path, str]]],
-                 default_identity: Identity | None = None):
+    def __init__(self, leaderboard_root: Path, closed_datasets: Callable[[], dict[str, tuple[str, str]]]):
         """closed_datasets() -> {registered data folder: (its split, per-query policy)}."""
         self.root = Path(leaderboard_root)
         self.closed_datasets = closed_datasets
-        self.default_identity = default_identity   # the caller when no front door bound one (--auth none)
         self._guards: dict[tuple[str, str], PairGuard] = {}
         self._lock = threading.Lock()
 
     # -- who asks -----------------------------------------------------------------------------
     def caller(self) -> Identity:
-        try:
-            return current_identity()
-        except Unauthenticated:
-            if self.default_identity is None:
-                raise
-            return self.default_identity
+        """Who asks: the front door's caller (the orchestrator's rule: none bound, the local operator)."""
+        return caller()
 
     def sees_everything(self) -> bool:
         return self.caller().is_operator

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from irforge.accounts.identity import Forbidden
+from irforge.accounts import errors as _accounts  # noqa: F401 - registers Forbidden, Unauthenticated (the use cases raise them)
 from irforge.common.error_status import register_status
 
 
@@ -34,5 +34,3 @@ register_status(DatasetExists, "ALREADY_EXISTS")
 register_status(DatasetNotFound, "NOT_FOUND")
 register_status(SubmissionNotFound, "NOT_FOUND")
 register_status(LimitReached, "RESOURCE_EXHAUSTED")
-# The accounts room's: a caller asking for what is not theirs (an operator's action by a team).
-register_status(Forbidden, "PERMISSION_DENIED")
