@@ -152,6 +152,9 @@ def start_web_page(args: argparse.Namespace, cores: dict, stack: ExitStack):
                      proxy_identity=web_proxy_identity(args, cores.get("accounts")))
     running = start_web(app, args.host, args.web_port, tls_cert=args.tls_cert, tls_key=args.tls_key)
     stack.callback(running.stop)
+    if authenticate is None and args.host not in ("127.0.0.1", "localhost", "::1"):
+        print(f"irforge orchestrator: warning: the web page on {args.host} runs with --auth none: everyone who reaches "
+              "it acts as the operator (use --auth tokens on a shared network)", file=sys.stderr, flush=True)
     return running
 
 
