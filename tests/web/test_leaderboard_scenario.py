@@ -114,21 +114,29 @@ def scenario(make_platform, scifact_subset, scifact_dense, scifact_dense_stores,
     return platform, jobs, qrels, runs
 
 
-def expected_board(qrels: dict, runs: dict) -> dict[str, tuple[float, str]]:
-    """name -> (nDCG@10, its letters): rows lettered a, b, c by nDCG@10; each row tested against
-    the best with a paired t-test over the queries, Holm-corrected within the column."""
+def expected_board(qrels: dict, runs: dict, baseline: str | None = None) -> dict[str, tuple[float, str]]:
+    """name -> (nDCG@10, its letters): rows lettered a, b, c by nDCG@10; every row tested against
+    the best (and, given a baseline, every other row against it) with scipy's paired t-test over
+    the queries, the column's tests Holm-corrected together (statsmodels); a row's letters name the
+    rows it is significantly better than."""
     per_query = {name: ndcg_per_query(qrels, run) for name, run in runs.items()}
     queries = sorted(qrels)
     values = {name: np.array([scores[q] for q in queries]) for name, scores in per_query.items()}
     means = {name: float(v.mean()) for name, v in values.items()}
     order = sorted(means, key=lambda n: -means[n])
     letter = dict(zip(order, "abc"))
-    best, others = order[0], order[1:]
-    p = [stats.ttest_rel(values[best], values[o]).pvalue for o in others]
+    best = order[0]
+    pairs = [(name, best) for name in order if name != best]
+    if baseline is not None:
+        pairs += [(name, baseline) for name in order if name not in (best, baseline)]
+    p = [stats.ttest_rel(values[x], values[y]).pvalue for x, y in pairs]
     significant = multipletests(p, alpha=0.05, method="holm")[0]
-    letters = {name: "" for name in order}
-    letters[best] = ",".join(letter[o] for o, s in zip(others, significant) if s and means[best] > means[o])
-    return {name: (means[name], letters[name]) for name in order}
+    letters = {name: set() for name in order}
+    for (x, y), s in zip(pairs, significant):
+        if s:
+            winner, loser = (x, y) if means[x] > means[y] else (y, x)
+            letters[winner].add(letter[loser])
+    return {name: (means[name], ",".join(sorted(letters[name]))) for name in order}
 
 
 def board_cells(dom: str) -> dict[str, tuple[float, str]]:
@@ -138,7 +146,7 @@ def board_cells(dom: str) -> dict[str, tuple[float, str]]:
     for row in re.findall(r"<tbody>(.*?)</tbody>", table, flags=re.S)[0].split("</tr>")[:-1]:
         cells = re.findall(r"<td([^>]*)>(.*?)</td>", row, flags=re.S)
         team = re.sub(r"<[^>]+>", "", cells[2][1])
-        system = re.sub(r"<[^>]+>", "", cells[3][1]).strip()
+        system = re.search(r"<a [^>]*>([^<]*)</a>", cells[3][1]).group(1)     # the link to its page (a "(baseline)" mark after it)
         value = float(re.search(r'data-sort="([^"]+)"', cells[5][0]).group(1))
         letters = re.search(r"<sup[^>]*>([^<]*)</sup>", cells[5][1])
         found[f"{team}/{system}"] = (value, letters.group(1) if letters else "")
@@ -168,6 +176,10 @@ def test_two_teams_on_a_closed_book_scifact(scenario, tmp_path):
         # Filters are GET parameters: a link to the view; sorting by team puts team-a first.
         filtered = browser.goto(platform.url + "?dataset=scifact&category=retrieval&sort=team&order=asc")
         assert list(board_cells(filtered))[:2] == ["team-a/bm25", "team-a/minilm"]
+        # A baseline adds its pairs to each column's tests: the letters of that board, as scipy and Holm say.
+        with_baseline = board_cells(browser.goto(platform.url + "?baseline=team-b/reversed/retrieval"))
+        assert {name: letters for name, (_, letters) in with_baseline.items()} == {
+            name: letters for name, (_, letters) in expected_board(qrels, runs, "team-b/reversed").items()}
 
         # Team B on team A's system: the aggregates, nothing of what was submitted or per query.
         other = browser.goto(platform.url + "systems/team-a/minilm?category=retrieval")
@@ -206,6 +218,13 @@ def test_two_teams_on_a_closed_book_scifact(scenario, tmp_path):
             if not path.endswith("/events"):
                 assert response.text == missing.text     # word for word: no oracle of others' ids
         assert job_id not in team_b.get("/jobs").text
+
+    # Filters that keep nothing say so; a sort the board cannot take is a 400 naming it.
+    reranking = team_b.get("/?category=reranking")
+    assert reranking.status_code == 200 and "No done submission matches these filters." in reranking.text
+    assert "No done submission" in team_b.get("/?since=2999-01-01").text
+    bad = team_b.get("/?sort=nope")
+    assert bad.status_code == 400 and "cannot sort by &#x27;nope&#x27;" in bad.text
 
     # No route, as either team, returns a line of the hidden qrels; every page is strict.
     for team in ("team-a", "team-b"):

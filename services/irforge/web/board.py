@@ -67,7 +67,7 @@ def board_html(board: Board) -> Markup:
     for row, cells in zip(board.rows, rows):
         label = tag("a", row.system, href=system_href(row.team, row.system, row.category))
         if row.key == board.baseline:
-            label += " " + tag("span", "(baseline)", class_="baseline")
+            label = label + " " + tag("span", "(baseline)", class_="baseline")   # (left to right: Markup + str escapes the str)
         cells[3] = Cell(label, row.system)
     shown = table(TABLE_NAME, board_headers(board), rows, caption=caption(board), header_first=False)
     notes = [tag("p", f"{r.key}: {r.note}", class_="note") for r in board.rows if r.note]
