@@ -55,7 +55,7 @@ def make_platform(tmp_path, services_address):
     """make_platform(teams=("team-a", "team-b"), corpus=None, **orchestrator options) -> Platform."""
     made = []
 
-    def make(teams=("team-a", "team-b"), corpus=None, **options) -> Platform:
+    def make(teams=("team-a", "team-b"), corpus=None, tls: tuple[Path, Path] | None = None, **options) -> Platform:
         services = ServiceAddresses(corpus=corpus or services_address, evaluator=services_address,
                                     call_timeout_s=30.0, long_call_timeout_s=30.0)
         options = {"backoff_s": 0.05, "progress_interval_s": 0.0, **options}
@@ -67,7 +67,8 @@ def make_platform(tmp_path, services_address):
         tokens["operator"] = accounts.add_operator_token("ops")
         leaderboard = Leaderboard(orchestrator, team_limit=lambda team: accounts.team(team).daily_submission_limit)
         web = start_web(create_app(orchestrator, leaderboard=leaderboard,
-                                   authenticate=lambda token: from_token(accounts, token)))
+                                   authenticate=lambda token: from_token(accounts, token)),
+                        tls_cert=str(tls[0]) if tls else None, tls_key=str(tls[1]) if tls else None)
         made.append((orchestrator, web, leaderboard, accounts))
         return Platform(orchestrator, leaderboard, accounts, web.url, tokens)
 

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import httpx
 import pytest
 import pytrec_eval
 
@@ -23,7 +24,7 @@ from irforge.reports.page import STYLE
 from irforge.web.security import SessionStore
 
 from ..browser import DevTools, RenderedPage
-from .conftest import assert_strict_page, screenshot_dir, submit_as, wait_ended
+from .conftest import assert_strict_page, login, screenshot_dir, submit_as, wait_ended
 
 CSP = ("default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self' data:; connect-src 'self'; "
        "form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
@@ -86,6 +87,44 @@ def test_login_opens_a_server_side_session_and_every_response_is_locked_down(mak
     replay = platform.client()
     replay.cookies.set("irforge_session", session_id)
     assert replay.get("/jobs").status_code == 303
+
+
+def test_over_tls_the_cookie_is_secure_and_hsts_is_sent(make_platform, tmp_path):
+    """Served with a certificate (the gRPC server's, in the service): HTTPS only, a Secure cookie, HSTS."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    certificate = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+                   .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=5))
+                   .not_valid_after(now + datetime.timedelta(days=1))
+                   .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+                   .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+                                  critical=False)
+                   .sign(key, hashes.SHA256()))
+    cert, key_file = tmp_path / "server.pem", tmp_path / "server.key"
+    cert.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    platform = make_platform(tls=(cert, key_file))
+    assert platform.url.startswith("https://127.0.0.1:")
+    import ssl
+
+    client = platform.client(verify=ssl.create_default_context(cafile=str(cert)))
+    response = login(client, platform.tokens["team-a"])
+    cookie = next(v for k, v in response.headers.multi_items() if k == "set-cookie" and v.startswith("irforge_session="))
+    assert "secure" in {part.strip().lower() for part in cookie.split(";")}
+    page = client.get("/jobs")
+    assert page.status_code == 200 and page.headers["strict-transport-security"] == "max-age=31536000"
+    with pytest.raises(httpx.HTTPError):     # plain HTTP on the TLS port is not served
+        httpx.get(platform.url.replace("https://", "http://") + "jobs", timeout=10)
 
 
 def test_sessions_expire_and_are_stored_by_hash():
@@ -186,7 +225,7 @@ def test_chromium_follows_a_running_job_to_its_failure_and_renders_every_page(ma
             seen.update(h for h in re.findall(r'href="([^"#]+)"', dom))
         client = platform.client("team-a")
         for href in sorted(seen):
-            assert client.get(href).status_code in (200, 404 if href == "/" else 200), href
+            assert client.get(href).status_code == 200, href
         assert not browser.problems(), browser.problems()
         origin = urlsplit(platform.url).netloc
         assert all(urlsplit(url).netloc == origin for url in browser.requested() if not url.startswith(("about:", "data:")))
