@@ -239,7 +239,7 @@ def create_app(orchestrator: Orchestrator, *, leaderboard=None, authenticate: Ca
         Route("/login", login, methods=["POST"]),
         Route("/logout", logout, methods=["POST"]),
         Route("/", page(leaderboard_page)),
-        Route("/systems/{team}/{system}", page(system_page)),
+        Route("/systems/{team}/{system:path}", page(system_page)),   # a system's name may hold a "/"
         Route("/jobs", page(jobs_page)),
         Route("/jobs/{job_id}", page(job_page)),
         Route("/jobs/{job_id}/events", job_events),
