@@ -64,7 +64,7 @@ def job_body(orchestrator: Orchestrator, job_id: str, disclosure) -> tuple[Marku
     record = disclosure.record(orchestrator.get(job_id))     # JobNotFound for a job the caller may not see
     events = [disclosure.event(record.spec, e) for e in orchestrator.watch(job_id, 0, is_active=lambda: False)]
     running = not record.state.ended
-    parts = [table("job", ["", ""], [["job", Cell(tag("code", record.job_id))], ["state", state_cell(record)],
+    parts = [table("job", ["", "this job"], [["job", Cell(tag("code", record.job_id))], ["state", state_cell(record)],
                                      ["dataset", dataset_name(record)], ["created", record.created_at],
                                      ["updated", record.updated_at]], sortable=False)]
     if running:

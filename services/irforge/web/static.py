@@ -20,6 +20,7 @@ input,select,button{font:inherit;padding:3px 6px}
 .state-SUCCEEDED{color:#1a7f37;font-weight:600}.state-FAILED,.state-CANCELLED{color:var(--worse);font-weight:600}
 .state-RUNNING,.state-QUEUED{color:var(--better);font-weight:600}
 .failure{border-left:4px solid var(--worse);padding:4px 10px;background:#fff8f0}
+.failure pre{white-space:pre-wrap;overflow-wrap:anywhere}
 .error{color:var(--worse)}
 progress{width:20em}
 """
