@@ -162,5 +162,12 @@ def test_jobs_from_before_owners_are_the_operators(tmp_path):
                 orchestrator.get("old1")
         with acting_as(Identity("ops", OPERATOR, "token")):
             assert [job.job_id for job in orchestrator.list()] == ["old1"]
+        # In a process that serves front doors, a call nobody bound a caller to is refused (fails closed).
+        accounts = AccountsStore(tmp_path / "accounts.sqlite3")
+        stack.callback(accounts.close)
+        audit.attach(accounts)
+        stack.callback(audit.attach, None)
+        with pytest.raises(Unauthenticated, match="no caller is bound"):
+            orchestrator.list()
     columns = [row[1] for row in sqlite3.connect(state / "jobs.sqlite3").execute("PRAGMA table_info(jobs)")]
     assert columns[-1] == "owner"
