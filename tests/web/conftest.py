@@ -16,7 +16,7 @@ import pytest
 
 from irforge.accounts import audit
 from irforge.accounts.authenticate import from_token
-from irforge.accounts.identity import TEAM, Identity, acting_as
+from irforge.accounts.identity import OPERATOR, TEAM, Identity, acting_as
 from irforge.accounts.store import AccountsStore
 from irforge.app.leaderboard import Leaderboard
 from irforge.orchestrator.context import ServiceAddresses
@@ -97,7 +97,8 @@ def assert_strict_page(html: str) -> None:
 def wait_ended(orchestrator, job_id: str, timeout: float = 120.0):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        record = orchestrator.get(job_id)
+        with as_operator():    # a process with an accounts store refuses unbound calls (fails closed)
+            record = orchestrator.get(job_id)
         if record.state.ended:
             return record
         time.sleep(0.1)
@@ -115,3 +116,8 @@ def screenshot_dir() -> Path | None:
         Path(folder).mkdir(parents=True, exist_ok=True)
         return Path(folder)
     return None
+
+
+def as_operator():
+    """The test reading the platform's state as its operator (the platform's process refuses a call with no caller bound)."""
+    return acting_as(Identity("ops", OPERATOR, "token"))

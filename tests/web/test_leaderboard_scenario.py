@@ -22,7 +22,7 @@ from irforge.accounts.identity import OPERATOR, TEAM, Identity, acting_as
 from irforge.cli.main import main
 
 from ..browser import DevTools, RenderedPage
-from .conftest import assert_strict_page, screenshot_dir, wait_ended
+from .conftest import as_operator, assert_strict_page, screenshot_dir, wait_ended
 
 DATASET = "scifact"
 
@@ -110,7 +110,8 @@ def scenario(make_platform, scifact_subset, scifact_dense, scifact_dense_stores,
         record = wait_ended(platform.orchestrator, job_id)
         assert record.state.value == "SUCCEEDED", (name, record.error)
     qrels = read_qrels(scifact_subset / "qrels" / "test.tsv")
-    runs = {name: read_run(platform.orchestrator.results_dir(job_id) / "run.trec") for name, job_id in jobs.items()}
+    with as_operator():
+        runs = {name: read_run(platform.orchestrator.results_dir(job_id) / "run.trec") for name, job_id in jobs.items()}
     return platform, jobs, qrels, runs
 
 

@@ -24,7 +24,7 @@ from irforge.reports.page import STYLE
 from irforge.web.security import SessionStore
 
 from ..browser import DevTools, RenderedPage
-from .conftest import assert_strict_page, login, screenshot_dir, submit_as, wait_ended
+from .conftest import as_operator, assert_strict_page, login, screenshot_dir, submit_as, wait_ended
 
 CSP = ("default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self' data:; connect-src 'self'; "
        "form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
@@ -148,7 +148,8 @@ def test_a_job_page_shows_state_metrics_events_and_the_report(make_platform, sci
     assert_strict_page(page.text)
     assert 'http-equiv="refresh"' not in page.text and "live.js" not in page.text    # ended: nothing to follow
     # nDCG@10 as pytrec_eval computes it from the job's run file and the dataset's qrels.
-    folder = platform.orchestrator.results_dir(job_id)
+    with as_operator():
+        folder = platform.orchestrator.results_dir(job_id)
     run: dict = {}
     for line in (folder / "run.trec").read_text().splitlines():
         query, _, doc, _, score, _ = line.split()
@@ -175,7 +176,8 @@ def test_a_job_page_shows_state_metrics_events_and_the_report(make_platform, sci
         assert stream.headers["content-type"].startswith("text/event-stream")
         text = "".join(stream.iter_text())
     names = re.findall(r"^event: (\w+)$", text, flags=re.M)
-    stored = list(platform.orchestrator.watch(job_id, 0, is_active=lambda: False))
+    with as_operator():
+        stored = list(platform.orchestrator.watch(job_id, 0, is_active=lambda: False))
     assert names == ["progress"] * len(stored) + ["end"]
     assert [json.loads(d)["state"] for d in re.findall(r"^data: (\{.+\})$", text, flags=re.M)] == [e.state for e in stored]
 
