@@ -4,14 +4,22 @@ acting_as as a front door would)."""
 
 from __future__ import annotations
 
+import logging
 import shutil
 import time
+from contextlib import ExitStack
+from types import SimpleNamespace
 
 import pytest
 
+from irforge.accounts.front_door import open_front_door
 from irforge.accounts.identity import OPERATOR, TEAM, Identity, acting_as
 from irforge.app.leaderboard import Leaderboard
+from irforge.common.grpc_server import start_server
 from irforge.data import BeirDataset
+from irforge.leaderboard import server as leaderboard_server
+from irforge.leaderboard.disclosure import scrub_logs
+from irforge.orchestrator import server as orchestrator_server
 from irforge.orchestrator.context import ServiceAddresses
 from irforge.orchestrator.core import Orchestrator
 
@@ -51,6 +59,37 @@ def platform(tmp_path, services_address, registered_state):
     yield orchestrator, leaderboard
     orchestrator.shutdown(wait=True)
     leaderboard.close()
+
+
+@pytest.fixture()
+def served(platform):
+    """The platform's gRPC server as `irforge service orchestrator --auth tokens` builds it (the
+    accounts front door's caller check, the Orchestrator with the leaderboard's disclosure, the
+    Accounts and Leaderboard services), a log file under the state dir with the log scrubber, and
+    team-a's token (and an operator's)."""
+    orchestrator, leaderboard = platform
+    log_file = orchestrator.state_dir / "logs" / "orchestrator.log"
+    log_file.parent.mkdir()
+    handler = logging.FileHandler(log_file)
+    root = logging.getLogger()
+    root.addHandler(handler)
+    level = root.level
+    root.setLevel(logging.INFO)
+    scrubber = scrub_logs(leaderboard.disclosure, root)
+    with ExitStack() as stack:
+        door = open_front_door(orchestrator.state_dir, "tokens", stack)
+        leaderboard.team_limit = lambda team: door.store.team(team).daily_submission_limit   # as the service does
+        running = start_server([orchestrator_server.binding(orchestrator, leaderboard.disclosure), door.binding,
+                                leaderboard_server.binding(leaderboard)], port=0, interceptors=(door.check,))
+        yield SimpleNamespace(orchestrator=orchestrator, leaderboard=leaderboard, address=f"127.0.0.1:{running.port}",
+                              log_file=log_file, accounts=door.store, team_token=door.store.create_team("team-a"),
+                              operator_token=door.store.add_operator_token("ops"))
+        running.stop(grace=0)
+    root.removeHandler(handler)
+    root.setLevel(level)
+    for each in root.handlers:
+        each.removeFilter(scrubber)
+    handler.close()
 
 
 def hidden_qrels(scifact_subset) -> dict[str, dict[str, int]]:

@@ -6,20 +6,13 @@ hidden qrels."""
 
 from __future__ import annotations
 
-import logging
 import re
-from contextlib import ExitStack
 
 import grpc
-import pytest
 from google.protobuf import json_format
 
-from irforge.accounts.front_door import open_front_door
 from irforge.accounts.identity import acting_as
-from irforge.common.grpc_server import open_channel, start_server
-from irforge.leaderboard import server as leaderboard_server
-from irforge.leaderboard.disclosure import scrub_logs
-from irforge.orchestrator import server as orchestrator_server
+from irforge.common.grpc_server import open_channel
 from irforge.orchestrator.spec import JobSpec
 from irforge.v1 import (accounts_pb2, accounts_pb2_grpc, leaderboard_pb2, leaderboard_pb2_grpc, orchestrator_pb2,
                         orchestrator_pb2_grpc)
@@ -27,35 +20,6 @@ from irforge.v1 import (accounts_pb2, accounts_pb2_grpc, leaderboard_pb2, leader
 from .conftest import OPERATOR_ID, hidden_qrels, wait_done
 
 SERVICES = {"Orchestrator": orchestrator_pb2, "Leaderboard": leaderboard_pb2, "Accounts": accounts_pb2}
-
-
-@pytest.fixture()
-def served(platform):
-    """The platform's gRPC server as `irforge service orchestrator --auth tokens` builds it (the
-    accounts front door's caller check, the Orchestrator with the leaderboard's disclosure, the
-    Accounts and Leaderboard services), a log file under the state dir with the log scrubber, and
-    team-a's token."""
-    orchestrator, leaderboard = platform
-    log_file = orchestrator.state_dir / "logs" / "orchestrator.log"
-    log_file.parent.mkdir()
-    handler = logging.FileHandler(log_file)
-    root = logging.getLogger()
-    root.addHandler(handler)
-    level = root.level
-    root.setLevel(logging.INFO)
-    scrubber = scrub_logs(leaderboard.disclosure, root)
-    with ExitStack() as stack:
-        door = open_front_door(orchestrator.state_dir, "tokens", stack)
-        token = door.store.create_team("team-a")
-        running = start_server([orchestrator_server.binding(orchestrator, leaderboard.disclosure), door.binding,
-                                leaderboard_server.binding(leaderboard)], port=0, interceptors=(door.check,))
-        yield orchestrator, leaderboard, f"127.0.0.1:{running.port}", log_file, token
-        running.stop(grace=0)
-    root.removeHandler(handler)
-    root.setLevel(level)
-    for each in root.handlers:
-        each.removeFilter(scrubber)
-    handler.close()
 
 
 class Team:
@@ -105,7 +69,8 @@ def names_a_pair(text: str, qrels) -> list[str]:
 
 
 def test_no_route_returns_a_line_of_the_hidden_qrels(served, scifact_subset, tmp_path):
-    orchestrator, leaderboard, address, log_file, token = served
+    orchestrator, leaderboard, address, log_file = served.orchestrator, served.leaderboard, served.address, served.log_file
+    token = served.team_token
     qrels = hidden_qrels(scifact_subset)
     data_dir = leaderboard.registry.data_dir("scifact")
     judged_query, judged_doc = next((q, d) for q in sorted(qrels) for d in qrels[q])

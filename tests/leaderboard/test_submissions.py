@@ -176,3 +176,29 @@ def test_a_team_sees_its_own_submissions_only(platform):
             leaderboard.submission(mine.record.submission_id)
     with acting_as(OPERATOR_ID):
         assert [s.record.team for s in leaderboard.submissions()] == ["team-a"]
+
+
+def test_coarsened_per_query_values_are_floored_to_tenths(platform, scifact_tiny):
+    """A closed dataset whose policy is `coarsened`: the team reads each query's nDCG@10 floored to
+    its 0.1 bucket (pytrec_eval's value, floored here by hand), the operator the exact value."""
+    import math
+
+    orchestrator, leaderboard = platform
+    with acting_as(OPERATOR_ID):
+        leaderboard.register_dataset("tiny", scifact_tiny, per_query="coarsened")
+    data = shuffled_run(leaderboard.candidates("tiny").read_text())
+    with acting_as(TEAM_A):
+        submitted = leaderboard.submit(dataset="tiny", system="s", category="retrieval", kind="run", data=data)
+        wait_done(orchestrator, submitted.record.job_id)
+        seen = leaderboard.submission(submitted.record.submission_id).per_query
+    with acting_as(OPERATOR_ID):
+        exact = leaderboard.submission(submitted.record.submission_id).per_query
+    run = {}
+    for line in data.decode().splitlines():
+        query, _, doc, _, score, _ = line.split()
+        run.setdefault(query, {})[doc] = float(score)
+    qrels = hidden_qrels(scifact_tiny)
+    scores = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10"}).evaluate(run)
+    assert exact == {q: pytest.approx(scores[q]["ndcg_cut_10"]) for q in qrels}
+    assert seen == {q: pytest.approx(math.floor(scores[q]["ndcg_cut_10"] * 10 + 1e-9) / 10) for q in qrels}
+    assert any(seen[q] != pytest.approx(exact[q]) for q in qrels)   # the coarsening did something here

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from irforge.accounts.audit import audited
 from irforge.accounts.identity import Forbidden, Identity
+from irforge.common.files import atomic_write, file_sha256
 from irforge.leaderboard.disclosure import Disclosure, disclosed_results
 from irforge.leaderboard.errors import DatasetNotFound, LeaderboardError, SubmissionNotFound
 from irforge.leaderboard.registry import (CANDIDATES_DEPTH, Registry, checked_main_metric, checked_name,
@@ -85,8 +86,6 @@ class Leaderboard:
             bm25 = _bm25_top(copy.root, split, language, staging / "bm25", self.root / "indexes")
             shutil.move(staging / "bm25" / "run.trec", staging / "candidates.trec")
             shutil.rmtree(staging / "bm25")   # its results.json scores the qrels: nothing of it is kept
-            from irforge.common.files import file_sha256
-
             record = DatasetRecord(
                 name=name, split=split, task=task, main_metric=metric, language=language, closed=closed, per_query=policy,
                 created=stamp(utc_now()), queries=len(copy.qrels(split)), documents=sum(1 for _ in copy.corpus()),
@@ -129,8 +128,6 @@ class Leaderboard:
             fingerprint=rules.fingerprint(data), size=len(data), file=rules.STORED_NAMES.get(kind, "submitted.bin"))
         folder = self.root / "submissions" / record.submission_id
         folder.mkdir(parents=True)
-        from irforge.common.files import atomic_write
-
         with atomic_write(folder / record.file, "wb") as handle:
             handle.write(data)
         try:
@@ -144,6 +141,10 @@ class Leaderboard:
             message = self._scrubbed(dataset, str(error))
             self.store.update(record.submission_id, state="refused", reason=message)
             raise LeaderboardError(message) from None
+        except Exception as error:   # a service down, a full disk: refused too (it counted), and said as it is
+            self.store.update(record.submission_id, state="refused",
+                              reason=self._scrubbed(dataset, f"{type(error).__name__}: {error}"))
+            raise
         self.store.update(record.submission_id, state="submitted", job_id=job_id)
         return self.submission(record.submission_id)
 
@@ -158,10 +159,11 @@ class Leaderboard:
                               name=f"leaderboard {record.dataset}: {record.team}/{record.system} ({record.category})")
 
     def _scrubbed(self, dataset: str, text: str) -> str:
-        if self.store.has_dataset(dataset) and self.store.dataset(dataset).closed:
-            return self.disclosure.closed_job({"pipeline": {"dataset": str(self.registry.data_dir(dataset))}})[0].scrub(text) \
-                if not self.disclosure.sees_everything() else text
-        return text
+        """`text` as the caller may read it about `dataset` (its lines naming judged pairs withheld if closed)."""
+        if not self.store.has_dataset(dataset):
+            return text
+        closed = self.disclosure.closed_job({"pipeline": {"dataset": str(self.registry.data_dir(dataset))}})
+        return closed[0].scrub(text) if closed else text
 
     def submissions(self) -> list[SubmissionStatus]:
         """The caller's submissions, newest first (an operator's: everyone's)."""

@@ -79,7 +79,9 @@ def add_parsers(subparsers) -> None:
     show.add_argument("--since", metavar="DATE")
     show.add_argument("--until", metavar="DATE")
     show.add_argument("--baseline", metavar="TEAM/SYSTEM")
-    show.add_argument("--json", action="store_true", help="the board as JSON")
+    shape = show.add_mutually_exclusive_group()
+    shape.add_argument("--json", action="store_true", help="the board as JSON")
+    shape.add_argument("--markdown", action="store_true", help="the board as a Markdown table")
     _add_server(show)
     show.set_defaults(handler=run_show)
 
@@ -184,30 +186,10 @@ def run_submissions(args: argparse.Namespace) -> int:
 def run_show(args: argparse.Namespace) -> int:
     try:
         with _client(args) as client:
-            board = client.board(category=args.category, datasets=args.datasets, language=args.language, task=args.task,
-                                 since=args.since, until=args.until, baseline=args.baseline)
+            board, text = client.board(category=args.category, datasets=args.datasets, language=args.language,
+                                       task=args.task, since=args.since, until=args.until, baseline=args.baseline,
+                                       text_format="markdown" if args.markdown else "text")
     except _errors() as error:
         return _fail(args, error)
-    if args.json:
-        print(json.dumps(board, indent=2, sort_keys=True))
-        return 0
-    print(board_text(board))
+    print(json.dumps(board, indent=2, sort_keys=True) if args.json else text, end="\n" if args.json else "")
     return 0
-
-
-def board_text(board: dict) -> str:
-    """The board as a plain table: rank, row, each dataset's main metric (Judged@10), the mean."""
-    names = [c["dataset"] for c in board["columns"]]
-    header = ["rank", "system", *(f"{c['dataset']} {c['main_metric']} (J@10)" for c in board["columns"]),
-              f"mean {board['mean_metric'] or ''}".rstrip()]
-    lines = [header]
-    for row in board["rows"]:
-        cells = []
-        for name in names:
-            score = row["scores"].get(name)
-            cells.append(f"{score['value']:.4f} ({score['judged_at_10']:.2f})" if score else "-")
-        mean = f"{row['mean']:.4f}" if row["mean"] is not None else row["note"] or "-"
-        lines.append([str(row["rank"] or "-"), f"{row['letter']} {row['key']}", *cells, mean])
-    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
-    text = "\n".join("  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip() for line in lines)
-    return text + "".join(f"\n{note}" for note in board.get("notes", []))

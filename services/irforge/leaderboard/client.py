@@ -65,9 +65,11 @@ class LeaderboardClient:
     def submission(self, submission_id: str) -> leaderboard_pb2.Submission:
         return self._call(self._stub.GetSubmission, leaderboard_pb2.SubmissionRef(submission_id=submission_id))
 
-    def board(self, **filters) -> dict:
+    def board(self, **filters) -> tuple[dict, str]:
+        """(the board as JSON, as text: `text_format` "text" or "markdown")."""
         request = leaderboard_pb2.BoardRequest(**{k: v for k, v in filters.items() if v})
-        return json.loads(self._call(self._stub.GetBoard, request).board_json)
+        answer = self._call(self._stub.GetBoard, request)
+        return json.loads(answer.board_json), answer.board_text
 
     def close(self) -> None:
         self._channel.close()

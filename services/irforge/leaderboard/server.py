@@ -10,6 +10,7 @@ import json
 from irforge.common.grpc_errors import abort
 from irforge.common.grpc_server import ServiceBinding
 from irforge.leaderboard import errors as _errors  # noqa: F401 - registers the statuses the use cases raise
+from irforge.leaderboard.board_render import render_board_text
 from irforge.leaderboard.store import DatasetRecord
 from irforge.orchestrator.server import file_chunks
 from irforge.v1 import leaderboard_pb2, leaderboard_pb2_grpc
@@ -92,7 +93,8 @@ class LeaderboardServicer(leaderboard_pb2_grpc.LeaderboardServicer):
                                  language=request.language or None, task=request.task or None,
                                  since=request.since or None, until=request.until or None,
                                  baseline=request.baseline or None)
-        return leaderboard_pb2.BoardResponse(board_json=json.dumps(board.as_dict(), default=str))
+        return leaderboard_pb2.BoardResponse(board_json=json.dumps(board.as_dict(), default=str),
+                                             board_text=render_board_text(board, request.text_format or "text"))
 
 
 def binding(cases) -> ServiceBinding:

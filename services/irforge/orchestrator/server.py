@@ -90,12 +90,13 @@ class OrchestratorServicer(orchestrator_pb2_grpc.OrchestratorServicer):
 
     @_stream
     def GetResults(self, request, context):
-        record = self.disclosure.record(self.orchestrator.get(request.job_id))
         try:
-            folder = self.orchestrator.results_dir(request.job_id)
+            folder = self.orchestrator.results_dir(request.job_id)   # first: the core audits the call, refused or not
         except ResultsNotReady:   # its message quotes the job's error: the one the caller may read
+            record = self.disclosure.record(self.orchestrator.get(request.job_id))
             raise ResultsNotReady(f"job {record.job_id} is {record.state.value}" + (f": {record.error}" if record.error else "")
                                   + "; results exist once it has SUCCEEDED") from None
+        record = self.orchestrator.get(request.job_id)
         for name in result_files(folder):
             shown = self.disclosure.result_file(record.spec, name, folder / name)
             if isinstance(shown, Path):

@@ -161,7 +161,7 @@ class Submission(_message.Message):
     def __init__(self, submission_id: _Optional[str] = ..., team: _Optional[str] = ..., system: _Optional[str] = ..., category: _Optional[str] = ..., dataset: _Optional[str] = ..., kind: _Optional[str] = ..., fingerprint: _Optional[str] = ..., size: _Optional[int] = ..., created: _Optional[str] = ..., job_id: _Optional[str] = ..., state: _Optional[str] = ..., error: _Optional[str] = ..., metrics: _Optional[_Mapping[str, float]] = ..., main_metric: _Optional[str] = ..., per_query: _Optional[_Mapping[str, float]] = ...) -> None: ...
 
 class BoardRequest(_message.Message):
-    __slots__ = ("category", "datasets", "language", "task", "since", "until", "baseline")
+    __slots__ = ("category", "datasets", "language", "task", "since", "until", "baseline", "text_format")
     CATEGORY_FIELD_NUMBER: _ClassVar[int]
     DATASETS_FIELD_NUMBER: _ClassVar[int]
     LANGUAGE_FIELD_NUMBER: _ClassVar[int]
@@ -169,6 +169,7 @@ class BoardRequest(_message.Message):
     SINCE_FIELD_NUMBER: _ClassVar[int]
     UNTIL_FIELD_NUMBER: _ClassVar[int]
     BASELINE_FIELD_NUMBER: _ClassVar[int]
+    TEXT_FORMAT_FIELD_NUMBER: _ClassVar[int]
     category: str
     datasets: _containers.RepeatedScalarFieldContainer[str]
     language: str
@@ -176,10 +177,13 @@ class BoardRequest(_message.Message):
     since: str
     until: str
     baseline: str
-    def __init__(self, category: _Optional[str] = ..., datasets: _Optional[_Iterable[str]] = ..., language: _Optional[str] = ..., task: _Optional[str] = ..., since: _Optional[str] = ..., until: _Optional[str] = ..., baseline: _Optional[str] = ...) -> None: ...
+    text_format: str
+    def __init__(self, category: _Optional[str] = ..., datasets: _Optional[_Iterable[str]] = ..., language: _Optional[str] = ..., task: _Optional[str] = ..., since: _Optional[str] = ..., until: _Optional[str] = ..., baseline: _Optional[str] = ..., text_format: _Optional[str] = ...) -> None: ...
 
 class BoardResponse(_message.Message):
-    __slots__ = ("board_json",)
+    __slots__ = ("board_json", "board_text")
     BOARD_JSON_FIELD_NUMBER: _ClassVar[int]
+    BOARD_TEXT_FIELD_NUMBER: _ClassVar[int]
     board_json: str
-    def __init__(self, board_json: _Optional[str] = ...) -> None: ...
+    board_text: str
+    def __init__(self, board_json: _Optional[str] = ..., board_text: _Optional[str] = ...) -> None: ...
