@@ -238,3 +238,17 @@ def test_chromium_follows_a_running_job_to_its_failure_and_renders_every_page(ma
         assert "data-rendered" not in quiet.body and quiet.rows["job-steps"] == 3 and quiet.rows["job-events"] >= 3
     finally:
         browser.close()
+
+
+def test_the_browser_checks_can_fail(tmp_path):
+    """What the Chromium tests assert is empty does fill: an inline script and an image from
+    elsewhere under a policy like the site's are both refused and reported."""
+    browser = DevTools(tmp_path / "chromium")
+    try:
+        browser.goto("data:text/html,<meta http-equiv=\"Content-Security-Policy\" content=\"script-src 'self'; "
+                     "img-src 'self'\"><script>document.title='ran'</script><img src=\"http://127.0.0.1:9/x.png\">")
+        problems = browser.problems()
+        assert any("inline script" in p for p in problems) and any("img-src" in p for p in problems), problems
+        assert browser.evaluate("document.title") != "ran"
+    finally:
+        browser.close()
