@@ -33,23 +33,23 @@ def add_parsers(subparsers) -> None:
     listing.set_defaults(handler=run_team_list)
 
     token = actions.add_parser("token", help="issue another token for a team (its others stay valid); prints it once")
-    token.add_argument("name")
+    token.add_argument("name", help="the team")
     _add_save(token)
     token.set_defaults(handler=run_team_token)
 
     revoke = actions.add_parser("revoke", help="revoke a team's token (--token-id), or all its tokens")
-    revoke.add_argument("name")
+    revoke.add_argument("name", help="the team")
     revoke.add_argument("--token-id", default="", help="the token's id (`irforge admin team list`); none: every token")
     revoke.set_defaults(handler=run_team_revoke)
 
     limit = actions.add_parser("limit", help="set a team's daily submission limit")
-    limit.add_argument("name")
+    limit.add_argument("name", help="the team")
     limit.add_argument("limit", help="submissions per UTC day, or 'default' (the platform's)")
     limit.set_defaults(handler=run_team_limit)
 
     cert = actions.add_parser("cert", help="clients whose certificate subject CN is CN act as the team (mutual TLS)")
-    cert.add_argument("name")
-    cert.add_argument("common_name", metavar="CN")
+    cert.add_argument("name", help="the team")
+    cert.add_argument("common_name", metavar="CN", help="the subject common name of the team's client certificates")
     cert.set_defaults(handler=run_team_cert)
 
     audit = commands.add_parser("audit", help="the audit log, newest first")
