@@ -31,6 +31,26 @@ def test_nothing_below_cli_imports_cli(graph):
     assert not found, f"modules outside irforge/cli/ import irforge.cli (move the shared part below cli/):{_listed(found)}"
 
 
+def test_only_cli_imports_the_web_front_door(graph):
+    found = import_graph.front_doors_imported_from_below(graph)
+    assert not found, f"modules outside irforge/cli/ import irforge.web (the web page is a front door like cli/):{_listed(found)}"
+
+
+def test_the_front_door_rule_can_fail(tmp_path):
+    """web/ importing cli/ breaks the cli rule; a room importing web/ breaks the front-door rule; cli/ may import web/."""
+    package = tmp_path / "irforge"
+    for room in ("", "cli", "web", "judge"):
+        (package / room).mkdir(parents=True, exist_ok=True)
+        (package / room / "__init__.py").write_text("")
+    (package / "web" / "app.py").write_text("from irforge.cli import main\nimport argparse\n")
+    (package / "cli" / "main.py").write_text("from irforge.web import app\n")
+    (package / "judge" / "core.py").write_text("def f():\n    from irforge.web.app import x\n")
+    graph = import_graph.build(package)
+    assert import_graph.front_doors_imported_from_below(graph) == ["irforge.judge.core:2 -> irforge.web.app"]
+    assert import_graph.cli_imported_from_below(graph) == ["irforge.web.app:1 -> irforge.cli.main"]
+    assert import_graph.argparse_outside_cli(graph) == ["irforge.web.app:2 imports argparse"]
+
+
 def test_argparse_only_in_cli(graph):
     found = import_graph.argparse_outside_cli(graph)
     assert not found, f"argparse outside irforge/cli/ (parse in cli/, pass plain values down):{_listed(found)}"

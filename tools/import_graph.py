@@ -31,6 +31,9 @@ PACKAGE_DIR = ROOT / "services" / "irforge"
 MAX_LINES = 400
 GENERATED_ROOM = "v1"
 TOP_FLOOR = "cli"
+# Front doors beside cli/ on the top floor: only cli/ may import them (to start them), and they,
+# like every room, never import cli/ or argparse.
+FRONT_DOORS = ("web",)
 GROUND_FLOOR = "common"
 
 
@@ -137,6 +140,11 @@ def cli_imported_from_below(graph: ImportGraph) -> list[str]:
             if room_of(dst) == TOP_FLOOR and room_of(src) != TOP_FLOOR]
 
 
+def front_doors_imported_from_below(graph: ImportGraph) -> list[str]:
+    return [f"{src}:{line} -> {dst}" for src, dst, line in graph.edges
+            if room_of(dst) in FRONT_DOORS and room_of(src) not in (TOP_FLOOR, room_of(dst))]
+
+
 def argparse_outside_cli(graph: ImportGraph) -> list[str]:
     return [f"{src}:{line} imports argparse" for src, name, line in graph.external
             if name == "argparse" and room_of(src) != TOP_FLOOR]
@@ -219,6 +227,7 @@ def long_modules(graph: ImportGraph) -> list[str]:
 
 RULES = {
     "imports of irforge.cli from below cli/": cli_imported_from_below,
+    "imports of a front door (web/) from below cli/": front_doors_imported_from_below,
     "argparse imported outside cli/": argparse_outside_cli,
     "common/ importing another room": common_imports_rooms,
     "modules over 400 lines": long_modules,

@@ -82,6 +82,10 @@ args:
   - --judge
   - /etc/irforge/judge/judge.yaml
 {{- end }}
+{{- if and (eq .component "orchestrator") $v.web.enabled }}
+  - --web-port
+  - {{ $v.web.port | quote }}
+{{- end }}
 {{- if eq .component "orchestrator" }}
   - --auth
   - {{ $v.orchestrator.auth.mode | quote }}

@@ -86,7 +86,6 @@ def add_parsers(subparsers) -> None:
     show.set_defaults(handler=run_show)
 
 
-
 def add_admin_parsers(areas) -> None:
     """`irforge admin dataset ...`, under the admin command irforge.cli.admin_cmd makes."""
     dataset = areas.add_parser("dataset", help="closed-book datasets")

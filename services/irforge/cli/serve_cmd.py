@@ -23,6 +23,7 @@ from irforge.config import DEFAULT_MODEL
 # Role -> offset from --base-port (the platform's default ports: 50050 + offset).
 PORT_OFFSETS = {"orchestrator": 0, "corpus": 1, "evaluator": 2, "models": 3, "judge": 4}
 LISTENING = re.compile(r"irforge \w+ service listening on (\S+):(\d+)")
+WEB_PAGE = re.compile(r"irforge web page at (\S+)")
 STOP_GRACE_S = 15.0
 OPERATOR_NOTICE = re.compile(r"^irforge orchestrator: (operator token .*)$", re.MULTILINE)
 
@@ -66,12 +67,15 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--no-judge", action="store_true", help="no judge service")
     parser.add_argument("--model", default=DEFAULT_MODEL, help=f"model the models service serves (default {DEFAULT_MODEL})")
     parser.add_argument("--job-workers", type=int, default=2, help="jobs the orchestrator runs at once")
-    parser.add_argument("--daily-submission-limit", type=int, default=10, metavar="N",
-                        help="leaderboard submissions a team may make per UTC day (default 10; docs/leaderboard.md)")
+    parser.add_argument("--web-port", type=int, metavar="PORT",
+                        help="the orchestrator also serves the web page (leaderboard, jobs, reports) on HOST:PORT "
+                             "(0: a free port); its URL is printed (default: off)")
     parser.add_argument("--auth", choices=AUTH_MODES, default="none",
                         help="who may call the orchestrator: none (default: you, on this machine) or tokens (teams and "
                              "operators; the first operator token is written to STATE_DIR/orchestrator/operator.token; "
                              "docs/accounts.md)")
+    parser.add_argument("--daily-submission-limit", type=int, default=10, metavar="N",
+                        help="leaderboard submissions a team may make per UTC day (default 10; docs/leaderboard.md)")
     backends = parser.add_argument_group("backends (passed to the corpus and judge services)")
     backends.add_argument("--backend", choices=("embedded", "elasticsearch"), default="embedded", help="lexical backend")
     backends.add_argument("--elasticsearch-url", help="Elasticsearch URL (default $IRFORGE_ELASTICSEARCH_URL)")
@@ -144,6 +148,17 @@ def _wait_healthy(service: ServiceProcess, timeout: float, host: str) -> None:
                        f"its last output ({service.log}):\n{service.tail()}")
 
 
+def web_url(orchestrator: ServiceProcess, timeout: float = 10.0) -> str:
+    """The web page's URL, from the line the orchestrator prints right after its gRPC port's."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        match = WEB_PAGE.search(orchestrator.log.read_text(encoding="utf-8", errors="replace"))
+        if match:
+            return match.group(1)
+        time.sleep(0.1)
+    return f"(not reported; see {orchestrator.log})"
+
+
 def stop_all(services: list[ServiceProcess], grace: float = STOP_GRACE_S) -> None:
     """SIGTERM every service (the orchestrator first), wait, then SIGKILL what is left of each group."""
     for service in reversed(services):
@@ -199,8 +214,10 @@ def start_platform(args, logs: Path) -> list[ServiceProcess]:
         # ... and the orchestrator last, given their addresses.
         addresses = {s.role: s.address for s in services}
         extra = [f"--{'encoder' if role == 'models' else role}-server={address}" for role, address in addresses.items()]
-        orchestrator = _start("orchestrator", [*extra, "--job-workers", str(args.job_workers), "--auth", args.auth,
-                                                "--daily-submission-limit", str(args.daily_submission_limit)], args, env, logs)
+        extra += ["--job-workers", str(args.job_workers), "--auth", args.auth,
+                  "--daily-submission-limit", str(args.daily_submission_limit)]
+        extra += ["--web-port", str(args.web_port)] if args.web_port is not None else []
+        orchestrator = _start("orchestrator", extra, args, env, logs)
         services.append(orchestrator)
         _wait_healthy(orchestrator, args.startup_timeout, args.host)
     except BaseException:
@@ -250,6 +267,8 @@ def _serve(args: argparse.Namespace) -> int:
     for service in services:
         print(f"irforge serve: {service.role} at {service.address} (pid {service.process.pid}, log {service.log})", flush=True)
     orchestrator = services[-1].address
+    if args.web_port is not None:
+        print(f"irforge serve: web page at {web_url(services[-1])}", flush=True)
     notice = OPERATOR_NOTICE.search(services[-1].log.read_text(encoding="utf-8", errors="replace"))
     if notice:   # --auth tokens: where the operator's token is (never the token itself)
         print(f"irforge serve: {notice.group(1)}", flush=True)

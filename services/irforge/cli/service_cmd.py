@@ -73,10 +73,12 @@ def add_parser(subparsers) -> None:
     parser.set_defaults(handler=run_service, model=None)
 
 
-def build_bindings(args: argparse.Namespace, stack: ExitStack, interceptors: list | None = None) -> list:
+def build_bindings(args: argparse.Namespace, stack: ExitStack, interceptors: list | None = None,
+                   cores: dict | None = None) -> list:
     """The services `args` ask for; `interceptors` gets the server-wide ones they need (the
-    orchestrator's caller check)."""
+    orchestrator's caller check); `cores` the core objects the web page in the same process uses."""
     bindings = []
+    cores = {} if cores is None else cores
     if args.name in ("corpus", "all"):
         from irforge.corpus import server as corpus_server
         from irforge.corpus.core import CorpusService
@@ -112,12 +114,10 @@ def build_bindings(args: argparse.Namespace, stack: ExitStack, interceptors: lis
 
         bindings.append(judge_server.binding(stack.enter_context(open_judge(args.judge, args.store))))
     if args.name == "orchestrator":
+        from irforge.accounts.front_door import open_front_door
         from irforge.leaderboard import server as leaderboard_server
         from irforge.orchestrator import server as orchestrator_server
-        from irforge.orchestrator.config import start_orchestrator
-
-        from irforge.accounts.front_door import open_front_door
-        from irforge.orchestrator.config import default_state_dir
+        from irforge.orchestrator.config import default_state_dir, start_orchestrator
 
         settings = orchestrator_settings(args)
         door = open_front_door(settings.state_dir or default_state_dir(), args.auth, stack, args.operator_token_file)
@@ -127,9 +127,58 @@ def build_bindings(args: argparse.Namespace, stack: ExitStack, interceptors: lis
             interceptors.append(door.check)
         orchestrator = start_orchestrator(settings, stack)
         leaderboard = start_leaderboard(orchestrator, door.store, args, stack)
+        cores.update(orchestrator=orchestrator, accounts=door.store, auth=args.auth, leaderboard=leaderboard)
         bindings += [orchestrator_server.binding(orchestrator, leaderboard.disclosure), door.binding,
                      leaderboard_server.binding(leaderboard)]
     return bindings
+
+
+def start_web_page(args: argparse.Namespace, cores: dict, stack: ExitStack):
+    """The web page beside the orchestrator's gRPC server, on its host and TLS certificate; None without --web-port."""
+    if getattr(args, "web_port", None) is None:
+        return None
+    if "orchestrator" not in cores:
+        raise ValueError("--web-port: only the orchestrator serves the web page (irforge service orchestrator --web-port PORT)")
+    from irforge.web.app import create_app
+    from irforge.web.server import start_web
+
+    authenticate = None
+    if cores.get("auth") == "tokens":   # the same accounts store the gRPC door checks tokens against
+        from irforge.accounts.authenticate import from_token
+
+        accounts = cores["accounts"]
+        authenticate = lambda token: from_token(accounts, token)   # noqa: E731
+    app = create_app(cores["orchestrator"], leaderboard=cores.get("leaderboard"), authenticate=authenticate,
+                     proxy_identity=web_proxy_identity(args, cores.get("accounts")))
+    running = start_web(app, args.host, args.web_port, tls_cert=args.tls_cert, tls_key=args.tls_key)
+    stack.callback(running.stop)
+    if authenticate is None and args.host not in ("127.0.0.1", "localhost", "::1"):
+        print(f"irforge orchestrator: warning: the web page on {args.host} runs with --auth none: everyone who reaches "
+              "it acts as the operator (use --auth tokens on a shared network)", file=sys.stderr, flush=True)
+    return running
+
+
+def web_proxy_identity(args: argparse.Namespace, accounts):
+    """The identity an OIDC proxy's headers name (accounts.authenticate.from_proxy_header), when the
+    operator trusts --web-proxy-user-header; None otherwise. A request without the header falls
+    back to the page's own token login."""
+    header = getattr(args, "web_proxy_user_header", None)
+    if not header:
+        return None
+    if args.web_proxy_mapping is None:
+        raise ValueError("--web-proxy-user-header needs --web-proxy-mapping (the users and groups of each team)")
+    if getattr(args, "auth", "none") != "tokens":
+        raise ValueError("--web-proxy-user-header: run with --auth tokens (with --auth none every caller is the operator)")
+    from irforge.accounts.authenticate import ProxyMapping, from_proxy_header
+
+    mapping = ProxyMapping.load(args.web_proxy_mapping)
+    groups_header = args.web_proxy_groups_header
+
+    def identity(headers):
+        user = headers.get(header)
+        return from_proxy_header(mapping, user, headers.get(groups_header), accounts) if user else None
+
+    return identity
 
 
 def start_leaderboard(orchestrator, accounts, args: argparse.Namespace, stack: ExitStack):
@@ -181,7 +230,10 @@ def run_service(args: argparse.Namespace) -> int:
                       "the network readable by anyone on the path; serve TLS (--tls-cert, --tls-key; docs/security.md)",
                       file=sys.stderr, flush=True)
             interceptors: list = []
-            running = start_server(build_bindings(args, stack, interceptors), host=args.host,
+            cores: dict = {}
+            bindings = build_bindings(args, stack, interceptors, cores)
+            web = start_web_page(args, cores, stack)    # its port refused: nothing served at all
+            running = start_server(bindings, host=args.host,
                                    port=DEFAULT_PORTS[args.name] if args.port is None else args.port, max_workers=args.workers,
                                    tls=tls, interceptors=tuple(interceptors))
         except (PortUnavailable, StoreInUse, ValueError) as error:
@@ -189,6 +241,8 @@ def run_service(args: argparse.Namespace) -> int:
             return 2
         # Tests and scripts read this line to learn the port; keep its shape stable.
         print(f"irforge {args.name} service listening on {args.host}:{running.port}" + (" (TLS)" if tls else ""), flush=True)
+        if web is not None:   # `irforge serve` reads this line for the URL it prints
+            print(f"irforge web page at {web.url}", flush=True)
         stop.wait()
         print(f"irforge {args.name} service stopping", file=sys.stderr, flush=True)
         running.stop()

@@ -30,6 +30,17 @@ def add_orchestrator_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--state-dir", type=Path, help="job store (jobs.sqlite3) and job folders "
                        "(default $IRFORGE_STATE_DIR or the user data dir's irforge/orchestrator)")
     group.add_argument("--job-workers", type=int, default=2, help="jobs run at once (default 2)")
+    group.add_argument("--web-port", type=int, metavar="PORT",
+                       help="also serve the web page (leaderboard, jobs, reports) over HTTP on --host at PORT, in this "
+                            "process, with the gRPC server's TLS certificate if given (0: a free port, printed; default: off)")
+    group.add_argument("--web-proxy-user-header", metavar="HEADER",
+                       help="the web page believes this request header (e.g. X-Auth-Request-Email, set by oauth2-proxy "
+                            "in front of an Ingress) as the signed-in user, mapped to a team by --web-proxy-mapping; set it "
+                            "only when every route to the web port passes the proxy (docs/accounts.md)")
+    group.add_argument("--web-proxy-groups-header", metavar="HEADER", default="X-Auth-Request-Groups",
+                       help="the header with the user's comma-separated groups (default X-Auth-Request-Groups)")
+    group.add_argument("--web-proxy-mapping", type=Path, metavar="YAML",
+                       help="users, groups and operators -> teams (docs/accounts.md); required with --web-proxy-user-header")
     group.add_argument("--auth", choices=AUTH_MODES, default=os.environ.get("IRFORGE_AUTH") or "none",
                        help="who may call: none (every caller is the local operator: one person's machine) or tokens "
                             "(a team's or operator's token, or a client certificate mapped to a team; docs/accounts.md) "
