@@ -54,6 +54,7 @@ def zh_slice(slice_folders):
 
 
 _REFERENCES: dict = {}
+_PASSAGE_VECTORS: dict = {}   # per slice: the engine's passage vectors, the same whichever role the questions take
 
 
 def reference(engine, folder, query_role: str = "query"):
@@ -69,7 +70,9 @@ def _reference(engine, folder, query_role: str):
     paragraphs, questions, qrels = slices.load_slice(folder)
     encode_question = engine.query if query_role == "query" else engine.passage
     question_vectors = encode_question([q["text"] for q in questions])
-    paragraph_vectors = engine.passage([slices.document_text(p) for p in paragraphs])
+    if folder not in _PASSAGE_VECTORS:
+        _PASSAGE_VECTORS[folder] = np.array(engine.passage([slices.document_text(p) for p in paragraphs]))
+    paragraph_vectors = _PASSAGE_VECTORS[folder].copy()   # cosine_run normalises in place
     run = slices.cosine_run([q["_id"] for q in questions], question_vectors, [p["_id"] for p in paragraphs], paragraph_vectors)
     return slices.ndcg_at_10(qrels, run), run
 
