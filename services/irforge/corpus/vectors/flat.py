@@ -43,7 +43,6 @@ PRECISIONS = ("float32", "float16")
 MANIFEST = "manifest.json"
 BLOCK_BYTES = 32 * 2**20      # float32 bytes of vectors scored per matrix product (RSS is bounded by it)
 RESCORE_MARGIN = 16           # candidates kept beyond k for the float64 rescoring (see _rescored)
-RESCORE_ROWS = 4096           # candidate rows rescored at a time
 PAGE = mmap.PAGESIZE
 
 
@@ -145,8 +144,9 @@ class FlatVectors:
     def doc_ids(self, rows: np.ndarray) -> list[str]:
         if not len(rows):
             return []
-        names, offsets = self._mapped("ids.utf8"), self._offsets
-        return [names[offsets[row]:offsets[row + 1]].decode("utf-8") for row in rows.tolist()]
+        names = self._mapped("ids.utf8")
+        starts, ends = np.asarray(self._offsets[rows]).tolist(), np.asarray(self._offsets[rows + 1]).tolist()
+        return [names[start:end].decode("utf-8") for start, end in zip(starts, ends)]
 
     def top_rows(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(query row, vector row, score) of each query's top k, every query's hits together in
@@ -175,9 +175,10 @@ class FlatVectors:
         mapped = self._mapped(f"vectors.{self.precision}")
         stored = np.frombuffer(mapped, dtype=self.precision, count=self.count * self.dimension).reshape(self.count, -1)
         wide = queries.astype(np.float64)
-        for start in range(0, len(rows), RESCORE_ROWS):
-            end = start + RESCORE_ROWS
-            scores[start:end] = (stored[rows[start:end]].astype(np.float64) * wide[query_rows[start:end]]).sum(axis=1)
+        bounds = np.searchsorted(query_rows, np.arange(len(queries) + 1)).tolist()
+        for query, (start, end) in enumerate(zip(bounds[:-1], bounds[1:])):
+            # einsum's per-row sum of products: a row's score does not depend on the rows beside it
+            scores[start:end] = np.einsum("ij,j->i", stored[rows[start:end]].astype(np.float64), wide[query])
         del stored
         mapped.madvise(mmap.MADV_DONTNEED)
         order = np.lexsort((-np.asarray(self._rank[rows], dtype=np.int64), -scores, query_rows))
