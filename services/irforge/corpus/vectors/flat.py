@@ -44,6 +44,7 @@ MANIFEST = "manifest.json"
 BLOCK_BYTES = 32 * 2**20      # float32 bytes of vectors scored per matrix product (RSS is bounded by it)
 SCORE_BYTES = 32 * 2**20      # float32 scores of one block (queries x rows): RSS is bounded by it too
 FIRST_BLOCK_ROWS = 2048       # rows of the first block, whose selection sets each query's threshold
+RESCORE_QUERIES = 64          # queries rescored between two releases of the pages their candidates touched
 RESCORE_MARGIN = 16           # candidates kept beyond k for the float64 rescoring (see _rescored)
 PAGE = mmap.PAGESIZE
 
@@ -188,6 +189,8 @@ class FlatVectors:
         for query, (start, end) in enumerate(zip(bounds[:-1], bounds[1:])):
             # einsum's per-row sum of products: a row's score does not depend on the rows beside it
             scores[start:end] = np.einsum("ij,j->i", stored[rows[start:end]].astype(np.float64), wide[query])
+            if query % RESCORE_QUERIES == RESCORE_QUERIES - 1:
+                mapped.madvise(mmap.MADV_DONTNEED)   # candidates are spread over the file: let their pages go
         del stored
         mapped.madvise(mmap.MADV_DONTNEED)
         order = np.lexsort((-np.asarray(self._rank[rows], dtype=np.int64), -scores, query_rows))
