@@ -78,11 +78,12 @@ def test_target_recall_picks_the_first_width_that_reaches_it(tmp_path):
     record = measured_width(service, "c", query_ids, queries, K, use_ef=use_ef, ef=128, sample=40, target=0.97)
     rows = [query_ids.index(q) for q in record["query_ids"]]
     chosen = record["hnsw_ef"]
-    assert [t["hnsw_ef"] for t in record["tried"]] == list(EF_LADDER[:EF_LADDER.index(chosen) + 1])
+    ladder = [ef for ef in EF_LADDER if ef >= K]   # narrower widths search as ef = K would (Qdrant: max(ef, limit))
+    assert [t["hnsw_ef"] for t in record["tried"]] == ladder[:ladder.index(chosen) + 1]
     use_ef(chosen)
     assert independent_recall(backend, ids, docs, queries, rows) >= 0.97
-    if chosen != EF_LADDER[0]:   # the width before it did not reach the target
-        narrower = EF_LADDER[EF_LADDER.index(chosen) - 1]
+    if chosen != ladder[0]:   # the width before it did not reach the target
+        narrower = ladder[ladder.index(chosen) - 1]
         use_ef(narrower)
         assert independent_recall(backend, ids, docs, queries, rows) < 0.97
     backend.close()
