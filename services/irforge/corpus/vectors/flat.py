@@ -44,6 +44,7 @@ MANIFEST = "manifest.json"
 BLOCK_BYTES = 32 * 2**20      # float32 bytes of vectors scored per matrix product (RSS is bounded by it)
 SCORE_BYTES = 32 * 2**20      # float32 scores of one block (queries x rows): RSS is bounded by it too
 FIRST_BLOCK_ROWS = 2048       # rows of the first block, whose selection sets each query's threshold
+CROWDED = 4                   # a block passing more than this many k per query is cut by its own k-th score
 RESCORE_QUERIES = 64          # queries rescored between two releases of the pages their candidates touched
 RESCORE_MARGIN = 16           # candidates kept beyond k for the float64 rescoring (see _rescored)
 PAGE = mmap.PAGESIZE
@@ -239,12 +240,15 @@ class RunningTopK:
         self.full = False
 
     def add(self, scores: np.ndarray, first_row: int, rank: np.ndarray) -> None:
-        cut = self.threshold
         width = scores.shape[1]
-        if not self.full and width > self.k:
+        passing = None if not self.full else np.flatnonzero(scores >= self.threshold[:, None])   # 1-d: faster than 2-d
+        if width > self.k and (passing is None or len(passing) > CROWDED * self.k * self.queries):
+            # Not every query holds k yet, or the block is crowded above the thresholds (a cluster of
+            # near vectors): cut it by its own k-th score too, so a merge stays about k per query.
             kth = np.partition(scores, width - self.k, axis=1)[:, width - self.k]
-            cut = np.maximum(cut, kth)
-        passing = np.flatnonzero(scores >= cut[:, None])   # 1-d: several times faster than a 2-d nonzero
+            passing = np.flatnonzero(scores >= np.maximum(self.threshold, kth)[:, None])
+        elif passing is None:
+            passing = np.flatnonzero(scores >= self.threshold[:, None])
         if not len(passing):
             return
         query_rows, columns = np.divmod(passing, width)    # grouped by query (row-major order)
