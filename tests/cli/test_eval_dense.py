@@ -87,8 +87,30 @@ def test_hybrid_beats_bm25_and_dense(fusion, scifact_dense, scifact_bm25, beir_d
 def test_hnsw_search_is_recorded_and_close_to_exact(scifact_dense, beir_dir, scifact_dense_stores, tmp_path):
     ann = run_eval(beir_dir / "scifact", tmp_path / "out", {**scifact_dense_stores, "--vector-dir": tmp_path / "hnsw"},  # stores never inside --out
                    "--retriever", "dense", "--model", "all-MiniLM-L6-v2", "--search", "hnsw")
-    assert ann["retriever"]["search"] == {"hnsw": {"m": 16, "ef_construct": 100, "ef_search": 128}}
+    search = ann["retriever"]["search"]
+    assert search["hnsw"] == {"m": 16, "ef_construct": 100, "ef_search": 128}
     assert ann["metrics"]["nDCG@10"] == pytest.approx(scifact_dense["metrics"]["nDCG@10"], abs=0.01)
+    # Its recall against exact search is recorded beside the metrics: the overlap of the two run files'
+    # top k on the sampled queries, counted here from the files.
+    recall = ann["search_recall"]
+    assert recall is search["recall"] or recall == search["recall"]
+    k, sampled = recall["k"], recall["query_ids"]
+    assert k == ann["retriever"]["top_k"] and recall["queries_sampled"] == len(sampled) == 100 and recall["hnsw_ef"] == 128
+    exact = run_eval(beir_dir / "scifact", tmp_path / "exact", {**scifact_dense_stores, "--vector-dir": tmp_path / "hnsw"},
+                     "--retriever", "dense", "--model", "all-MiniLM-L6-v2")
+    assert "search_recall" not in exact
+
+    def top(folder):
+        ranked = {}
+        for line in (folder / "run.trec").read_text().splitlines():
+            query_id, _, doc_id, rank, _, _ = line.split()
+            if int(rank) <= k:
+                ranked.setdefault(query_id, set()).add(doc_id)
+        return ranked
+
+    approximate, truth = top(tmp_path / "out"), top(tmp_path / "exact")
+    shares = [len(approximate.get(q, set()) & truth[q]) / len(truth[q]) for q in sampled if truth.get(q)]
+    assert recall[f"recall@{k}"] == pytest.approx(sum(shares) / len(shares), abs=1e-9)
 
 
 @pytest.mark.parametrize(("args", "message"), [

@@ -34,7 +34,10 @@ def ready(root, collection_id="col", n=50, **create):
 def test_layout_on_disk(tmp_path):
     backend = ready(tmp_path, hnsw=HnswSettings(m=8, ef_construct=64, ef_search=32))
     folder = tmp_path / "col"
-    assert sorted(p.name for p in folder.iterdir()) == ["meta.json", "shard"]
+    assert sorted(p.name for p in folder.iterdir()) == ["flat", "meta.json", "shard"]
+    assert sorted(p.name for p in (folder / "flat").iterdir()) == [   # exact search's (corpus/vectors/flat.py)
+        "id_offsets.int64", "id_rank.int32", "ids.utf8", "manifest.json", "vectors.float32"]
+    assert (folder / "flat" / "vectors.float32").stat().st_size == 50 * DIM * 4
     assert (folder / "shard" / "edge_config.json").is_file() and (folder / "shard" / "segments").is_dir()
     meta = json.loads((folder / "meta.json").read_text())
     assert meta == {
@@ -54,7 +57,10 @@ def test_reopening_the_root_finds_ready_collections(tmp_path):
     second = EdgeVectorBackend(tmp_path)
     assert second.info("col") == info
     assert [ranking.pairs() for ranking in second.search("col", vectors(3, seed=1), 5)] == expected
-    assert [ranking.pairs() for ranking in second.search("col", vectors(3, seed=1), 5, exact=False)] == expected
+    # HNSW is Edge's own scoring (float32), exact search irforge's flat file (float64): the same documents.
+    hnsw = second.search("col", vectors(3, seed=1), 5, exact=False)
+    assert [list(ranking) for ranking in hnsw] == [[doc_id for doc_id, _ in pairs] for pairs in expected]
+    assert [ranking.scores.tolist() for ranking in hnsw] == [pytest.approx([s for _, s in pairs], abs=1e-6) for pairs in expected]
     second.close()
 
 
@@ -62,9 +68,11 @@ def test_a_collection_is_locked_to_one_backend_at_a_time(tmp_path):
     first = ready(tmp_path)
     other = EdgeVectorBackend(tmp_path)
     with pytest.raises(BackendUnavailable, match="open in another"):
-        other.search("col", vectors(1), 5)
+        other.search("col", vectors(1), 5, exact=False)
+    # Exact search reads the flat file, not the locked shard: a second backend searches it at once.
+    assert other.search("col", vectors(1), 5)[0].pairs() == first.search("col", vectors(1), 5)[0].pairs()
     first.close()
-    assert len(other.search("col", vectors(1), 5)[0]) == 5
+    assert len(other.search("col", vectors(1), 5, exact=False)[0]) == 5
     other.close()
 
 

@@ -161,7 +161,7 @@ class PipelineBuilder:
 
                 if self.config.vectors.backend in SPARSE_ONLY and not self.config.sparse:
                     raise ConfigError(sparse_only(self.config.vectors.backend))   # an embeddings endpoint's vectors too
-                vectors = vector_backend(self.config.vectors.backend, stores)
+                vectors = vector_backend(self.config.vectors.backend, stores, self.config.vectors.exact_precision)
             client = CorpusService(make_backend(self.config.bm25.backend, index_dir=stores.index_dir,
                                                 elasticsearch_url=stores.elasticsearch_url), vectors)
         return self._closing(client)
@@ -226,8 +226,10 @@ class PipelineBuilder:
             return SparseRetriever(self.corpus, encoder, self.cache, self.progress, encoder_location=location)
         from irforge.pipeline.retrievers.dense import DenseRetriever
 
-        return DenseRetriever(self.corpus, encoder, self.cache, self.progress, exact=self.config.vectors.search == "exact",
-                              hnsw=self.hnsw_settings(), encoder_location=location)
+        vectors = self.config.vectors
+        return DenseRetriever(self.corpus, encoder, self.cache, self.progress, exact=vectors.search == "exact",
+                              hnsw=self.hnsw_settings(), encoder_location=location, recall_queries=vectors.recall_queries,
+                              target_recall=vectors.target_recall)
 
     def given_run(self):
         """The run file of --run as the system, read (and checked line by line) now, before any work;
@@ -356,12 +358,12 @@ def encoder_spec(encoder: EncoderConfig):
                        precision=encoder.precision)
 
 
-def vector_backend(backend: str, stores: StoresConfig):
+def vector_backend(backend: str, stores: StoresConfig, exact_precision: str = "float32"):
     """The vector backend named `backend` (embedded, qdrant, elasticsearch) at the stores' locations."""
     from irforge.corpus.vectors import make_vector_backend
 
     return make_vector_backend(backend, vector_dir=stores.vector_dir, qdrant_url=stores.qdrant_url,
-                               elasticsearch_url=stores.elasticsearch_url)
+                               elasticsearch_url=stores.elasticsearch_url, exact_precision=exact_precision)
 
 
 def local_encoder(spec, use_ray: bool, stack: ExitStack, sparse: bool = False, max_active_dims: int | None = None):

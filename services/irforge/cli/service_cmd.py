@@ -27,7 +27,8 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1")
 PARENT_PID_VARIABLE = "IRFORGE_PARENT_PID"  # set by `irforge serve` for the services it starts
 # The vectors and stores options that are not the corpus service's vector store (its --index-dir
 # and --elasticsearch-url are its own, above; it searches what clients ask, exactly or by HNSW).
-NOT_VECTOR_STORE = ("search", "hnsw_m", "hnsw_ef_construct", "hnsw_ef", "index_dir", "embedding_cache", "elasticsearch_url")
+NOT_VECTOR_STORE = ("search", "hnsw_m", "hnsw_ef_construct", "hnsw_ef", "recall_queries", "target_recall", "index_dir",
+                    "embedding_cache", "elasticsearch_url")
 DEFAULT_PORTS = {"orchestrator": 50050, "corpus": 50051, "evaluator": 50052, "models": 50053, "judge": 50054, "all": 50051}
 
 
@@ -210,7 +211,7 @@ def corpus_vectors(args: argparse.Namespace):
     if vectors.backend not in ("embedded", "qdrant"):
         raise ValueError(f"--vector-backend {vectors.backend}: the corpus service keeps vectors embedded or in a Qdrant "
                          "server (--vector-backend embedded or qdrant)")
-    return vector_backend(vectors.backend, section_from_args(args, StoresConfig))
+    return vector_backend(vectors.backend, section_from_args(args, StoresConfig), vectors.exact_precision)
 
 
 def run_service(args: argparse.Namespace) -> int:

@@ -91,6 +91,13 @@ RULES: dict[str, Rule] = {
     "hnsw_m": (lambda c: _dense_search(c) and c.vectors.search == "hnsw", "HNSW settings need --search hnsw"),
     "hnsw_ef_construct": (lambda c: _dense_search(c) and c.vectors.search == "hnsw", "HNSW settings need --search hnsw"),
     "hnsw_ef": (lambda c: _dense_search(c) and c.vectors.search == "hnsw", "HNSW settings need --search hnsw"),
+    "recall_queries": (lambda c: _dense_search(c) and c.vectors.search == "hnsw", "only HNSW search has a recall to measure "
+                                                                                  "(--search hnsw)"),
+    "target_recall": (lambda c: _dense_search(c) and c.vectors.search == "hnsw" and c.vectors.recall_queries > 0,
+                      "a target recall needs --search hnsw and sampled queries to measure it (--recall-queries N > 0)"),
+    "exact_precision": (lambda c: _dense_search(c) and c.vectors.backend == "embedded",
+                        "only the embedded vector backend's exact search has a stored precision (dense vectors, "
+                        "--vector-backend embedded)"),
     "fusion": NEEDS_FUSION, "fusion_depth": NEEDS_FUSION,
     "rrf_k": (lambda c: _fusing(c) and c.fusion.method == "rrf",
               "--rrf-k needs --retriever hybrid --fusion rrf (or several --run files fused by rrf)"),

@@ -117,6 +117,7 @@ class EvalJob:
             "retriever": {**self.retriever.describe(), "top_k": spec.top_k},
             **({"config": spec.config} if spec.config is not None else {}),
             "metrics": {name: result.aggregate[name] for name in result.measure_names},
+            **_search_recall(self.retriever),
             "per_query": {q: result.per_query[q] for q in sorted(result.per_query)},
             "evaluation": {
                 "measures": list(spec.measures),
@@ -197,3 +198,11 @@ def _source(root) -> dict:
 
     facts = source_facts(root)
     return {"source": facts} if facts is not None else {}
+
+
+def _search_recall(retriever) -> dict:
+    """{"search_recall": ...} beside the metrics when the run searched approximately (HNSW), else {}."""
+    from irforge.pipeline.retrievers.search_recall import search_recall
+
+    recall = search_recall(retriever.describe())
+    return {"search_recall": recall} if recall else {}

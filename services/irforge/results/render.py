@@ -107,6 +107,9 @@ def _eval_lines(results: dict) -> list[str]:
     lines.append(f"{'measure':<{width}}  value")
     lines += [f"{name:<{width}}  {value:.4f}" for name, value in metrics.items()]
     lines += fusion_lines(results["retriever"])
+    from irforge.pipeline.retrievers.search_recall import recall_lines
+
+    lines += recall_lines(results["retriever"])
     problems = results["data"]["qrels_problems"]
     if problems["unknown_queries"] or problems["unknown_documents"]:
         lines.append(f"qrels problems: {problems['unknown_queries']} unknown queries, "

@@ -33,12 +33,13 @@ def default_vector_dir() -> Path:
 
 
 def make_vector_backend(kind: str, *, vector_dir: str | Path | None = None, qdrant_url: str | None = None,
-                        elasticsearch_url: str | None = None) -> VectorBackend:
-    """Build a backend by name. Imports are lazy: the embedded default never loads qdrant-client."""
+                        elasticsearch_url: str | None = None, exact_precision: str = "float32") -> VectorBackend:
+    """Build a backend by name. Imports are lazy: the embedded default never loads qdrant-client.
+    `exact_precision` is the embedded backend's (its exact search scores a flat file of that precision)."""
     if kind == "embedded":
         from irforge.corpus.vectors.edge import EdgeVectorBackend
 
-        return EdgeVectorBackend(vector_dir or default_vector_dir())
+        return EdgeVectorBackend(vector_dir or default_vector_dir(), exact_precision=exact_precision)
     if kind == "qdrant":
         from irforge.corpus.vectors.qdrant import QdrantServerBackend
 

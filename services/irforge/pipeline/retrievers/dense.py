@@ -1,8 +1,10 @@
 """Dense retrieval: encode the corpus once (embedding cache), store vectors in the corpus
-service's vector backend, encode queries, search exactly (default) or by HNSW."""
+service's vector backend, encode queries, search exactly (default) or by HNSW, whose recall against
+exact search is measured on a sample of the queries (search_recall)."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 
 import numpy as np
@@ -17,6 +19,7 @@ from irforge.models.cached_encoding import CachedEncoding, encode_with_cache
 from irforge.models.encoder import TextRole
 from irforge.pipeline.latency import LatencyRecorder, batch_basis, share
 from irforge.pipeline.retrievers.base import CorpusTracker, count_lines, safe_name
+from irforge.pipeline.retrievers.search_recall import measured_width
 
 ENCODE_CHUNK = 256  # documents per cache lookup / encoder call / upsert: bounds memory
 ENCODE_BASIS = batch_basis(ENCODE_CHUNK, "chunks", "embedding cache lookup, encoding the texts it lacks, storing")
@@ -32,7 +35,8 @@ class DenseRetriever:
     name = "dense"
 
     def __init__(self, corpus, encoder, cache, progress: ProgressFactory, *, exact: bool = True,
-                 hnsw: HnswSettings = HnswSettings(), encoder_location: str = "in-process"):
+                 hnsw: HnswSettings = HnswSettings(), encoder_location: str = "in-process",
+                 recall_queries: int = 100, target_recall: float | None = None):
         self.corpus = corpus
         self.encoder = encoder
         self.cache = cache
@@ -40,7 +44,11 @@ class DenseRetriever:
         self.exact = exact
         self.hnsw = hnsw
         self.encoder_location = encoder_location
+        self.recall_queries = recall_queries   # HNSW: queries sampled to measure recall (0: none)
+        self.target_recall = target_recall     # HNSW: choose ef to reach it on the sample
+        self.recall: dict | None = None
         self.collection_id = ""
+        self._fingerprint = ""
         self.info = None
         self._counts = {"documents_encoded": 0, "documents_reused_from_cache": 0, "vectors_skipped": False,
                         "queries_encoded": 0, "queries_reused_from_cache": 0}
@@ -69,12 +77,13 @@ class DenseRetriever:
 
     def prepare(self, dataset: BeirDataset, fingerprint: str, tracker: CorpusTracker) -> None:
         self.collection_id = collection_id_for(dataset.name, fingerprint, self.encoder.identity_key, self.name)
+        self._fingerprint = f"{fingerprint}:{self.encoder.identity_key}"
         info = self.corpus.find_vector_collection(self.collection_id)
         if info is not None and info.state == CorpusState.READY:
             self.info = info
             self._counts["vectors_skipped"] = True
             return
-        self._create_collection(f"{fingerprint}:{self.encoder.identity_key}")
+        self._create_collection(self._fingerprint)
 
         def texts() -> Iterator[tuple[str, str]]:
             for document in tracker.observe(dataset.corpus()):
@@ -104,6 +113,8 @@ class DenseRetriever:
             blocks.append(vectors)
         self._record("queries", stream)
         vectors = self._join(blocks)
+        if not self.exact:
+            self._choose_search_width(query_ids, vectors, k)
         bar = self.progress(f"retrieving ({self.name})", len(queries), "query")
         run: Run = {}
         try:
@@ -115,6 +126,18 @@ class DenseRetriever:
         finally:
             bar.close()
         return run
+
+    # -- approximate search: its width, and its recall against exact search ------------------
+
+    def _use_ef(self, ef: int) -> None:
+        """Search the collection at HNSW width `ef` (create() of an existing collection sets it,
+        and must run even for a collection reused from an earlier run, which kept that run's ef)."""
+        self.hnsw = dataclasses.replace(self.hnsw, ef_search=ef)
+        self._create_collection(self._fingerprint)
+
+    def _choose_search_width(self, query_ids: list[str], vectors, k: int) -> None:
+        self.recall = measured_width(self.corpus, self.collection_id, query_ids, vectors, k, use_ef=self._use_ef,
+                                     ef=self.hnsw.ef_search, sample=self.recall_queries, target=self.target_recall)
 
     # -- the representation: dense vectors here; sparse.SparseRetriever overrides -------------
 
@@ -136,7 +159,8 @@ class DenseRetriever:
             "name": self.name,
             "encoder": {**self.encoder.describe(), "location": self.encoder_location},
             "document_text": "title + ' ' + text, stripped (BEIR/MTEB convention)",
-            "search": "exact" if self.exact else {"hnsw": self.hnsw.as_dict()},
+            "search": "exact" if self.exact else {"hnsw": self.hnsw.as_dict(),
+                                                  **({"recall": self.recall} if self.recall else {})},
             "vector_backend": self.info.backend if self.info else None,
             "collection_id": self.collection_id,
             "collection": self.info.config if self.info else {},
