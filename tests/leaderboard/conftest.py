@@ -12,6 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from irforge.accounts import audit
 from irforge.accounts.front_door import open_front_door
 from irforge.accounts.identity import OPERATOR, TEAM, Identity, acting_as
 from irforge.app.leaderboard import Leaderboard
@@ -79,6 +80,8 @@ def served(platform):
     with ExitStack() as stack:
         door = open_front_door(orchestrator.state_dir, "tokens", stack)
         leaderboard.team_limit = lambda team: door.store.team(team).daily_submission_limit   # as the service does
+        audit.filter_details(leaderboard.disclosure.scrub_all)                                # as the service does
+        stack.callback(audit.filter_details, None)
         running = start_server([orchestrator_server.binding(orchestrator, leaderboard.disclosure), door.binding,
                                 leaderboard_server.binding(leaderboard)], port=0, interceptors=(door.check,))
         yield SimpleNamespace(orchestrator=orchestrator, leaderboard=leaderboard, address=f"127.0.0.1:{running.port}",

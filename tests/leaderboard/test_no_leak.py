@@ -168,3 +168,17 @@ def leaderboard_audit(state_dir):
         return store.audit(limit=10_000)
     finally:
         store.close()
+
+
+def test_an_audit_row_quoting_a_hidden_pair_is_kept_without_it(served, scifact_subset):
+    """The audit log is read by operators only, and still holds no hidden qrels line: a row whose
+    detail quotes a job's error (a refused results call on a failed job) is scrubbed as logs are."""
+    from irforge.accounts import audit
+
+    qrels = hidden_qrels(scifact_subset)
+    query, doc = next((q, d) for q in sorted(qrels) for d in qrels[q])
+    with acting_as(OPERATOR_ID):
+        audit.record("results", "0123456789ab", audit.REFUSED, f"JobFailed: document {doc!r} appears twice for query {query!r}")
+    rows = "\n".join(str(row) for row in served.accounts.audit(limit=10))
+    assert "0123456789ab" in rows and "withheld" in rows     # the row is kept, its quoting line is not
+    assert not names_a_pair(rows, qrels), rows

@@ -6,7 +6,7 @@ room on its own, a script embedding the core) nothing is written."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from irforge.accounts.identity import Unauthenticated, current_identity
@@ -18,6 +18,9 @@ FAILED = "failed"       # allowed, then failed
 
 log = logging.getLogger("irforge.accounts")
 _store: AccountsStore | None = None
+# What a row's detail passes through before it is stored: a room that hides text (the leaderboard's
+# closed-book qrels) installs its scrubber here, so an error quoting hidden data is kept without it.
+_detail_filter: Callable[[str], str] | None = None
 
 
 def attach(store: AccountsStore | None) -> None:
@@ -27,6 +30,11 @@ def attach(store: AccountsStore | None) -> None:
 
 def attached() -> AccountsStore | None:
     return _store
+
+
+def filter_details(scrub: Callable[[str], str] | None) -> None:
+    global _detail_filter
+    _detail_filter = scrub
 
 
 def record(action: str, target: str = "", outcome: str = OK, detail: str = "") -> None:
@@ -42,6 +50,8 @@ def record(action: str, target: str = "", outcome: str = OK, detail: str = "") -
     except Unauthenticated:
         name, role, via = "(nobody)", "", ""
     try:
+        if _detail_filter is not None and detail:
+            detail = _detail_filter(detail)
         store.record(name, role, via, action, target, outcome, detail)
     except Exception:  # noqa: BLE001 - a full disk must not turn a cancel into an error; the log says so
         log.exception("could not write the audit row for %s %s", action, target)

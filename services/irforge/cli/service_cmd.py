@@ -187,6 +187,7 @@ def start_leaderboard(orchestrator, accounts, args: argparse.Namespace, stack: E
     Orchestrator, sharing the state dir), with its log scrubber on this process's log handlers.
     The accounts front door binds the caller of every call; a team's own daily limit comes
     from the accounts store, else --daily-submission-limit."""
+    from irforge.accounts import audit
     from irforge.app.leaderboard import Leaderboard
     from irforge.leaderboard.disclosure import scrub_logs
 
@@ -199,6 +200,8 @@ def start_leaderboard(orchestrator, accounts, args: argparse.Namespace, stack: E
     leaderboard = Leaderboard(orchestrator, daily_limit=args.daily_submission_limit, team_limit=team_limit)
     stack.callback(leaderboard.close)
     scrub_logs(leaderboard.disclosure)
+    audit.filter_details(leaderboard.disclosure.scrub_all)   # an audit row quoting a job's error: scrubbed too
+    stack.callback(audit.filter_details, None)
     return leaderboard
 
 
