@@ -23,7 +23,7 @@ from irforge.common.progress import tqdm_progress
 DOCUMENTED_REFUSED = {
     "--backend", "--vector-backend", "--store", "--model-revision", "--query-prefix", "--passage-prefix",
     "--max-seq-length", "--no-normalize", "--encode-batch-size", "--device", "--precision", "--max-active-dims", "--ray",
-    "--index-dir", "--vector-dir", "--embedding-cache", "--elasticsearch-url", "--qdrant-url",
+    "--index-dir", "--vector-dir", "--embedding-cache", "--elasticsearch-url", "--qdrant-url", "--exact-precision",
     "--server", "--corpus-server", "--evaluator-server", "--encoder-server",
 }
 
@@ -110,7 +110,8 @@ def test_every_option_is_taken_by_a_job_or_refused_as_the_services(leaf, tmp_pat
         assert leaf.info.flag in DOCUMENTED_REFUSED, f"{leaf.info.flag} is refused by jobs but not documented as refused"
         value = {"bm25.backend": "elasticsearch", "vectors.backend": "qdrant", "encoder.normalize": False,
                  "encoder.ray": True, "encoder.precision": "float16", "encoder.batch_size": 8,
-                 "encoder.max_seq_length": 128, "encoder.max_active_dims": 64}.get(leaf.dotted, "x")
+                 "encoder.max_seq_length": 128, "encoder.max_active_dims": 64,
+                 "vectors.exact_precision": "float16"}.get(leaf.dotted, "x")
         spec = JobSpec.of(dataset=dataset, retriever="dense", **{name: value if not leaf.info.inverted else True})
         with pytest.raises(JobSpecError) as error:
             spec.validate()
@@ -120,6 +121,11 @@ def test_every_option_is_taken_by_a_job_or_refused_as_the_services(leaf, tmp_pat
     if name == "second_judge":   # a second judge for flagged holes runs from judge-holes and eval only, so far
         with pytest.raises(JobSpecError, match="not available for orchestrator jobs"):
             JobSpec.of(dataset=dataset, fill_holes=5, flagged="second-judge", second_judge=files["judge.yaml"]).validate()
+        return
+    if name in ("recall_queries", "target_recall"):   # a job's HNSW search (the corpus service's) is not measured yet
+        value = {"recall_queries": 10, "target_recall": 0.99}[name]
+        with pytest.raises(JobSpecError, match="not available for orchestrator jobs yet"):
+            JobSpec.of(dataset=dataset, retriever="dense", search="hnsw", **{name: value}).validate()
         return
     spec = _job_using(name, dataset, files).validate()
     assert name in _changed_names(spec.pipeline), f"the case for {name} does not set it"

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from irforge.config.checks import check_values
 from irforge.config.options import ConfigError, leaves
 from irforge.config.pipeline import (MAX_GRID_POINTS, NORMALISED_FUSIONS, WEIGHTED_FUSIONS, FusionConfig,
-                                     PipelineConfig)
+                                     PipelineConfig, VectorsConfig)
 from irforge.config.values import changed
 
 USES = ("eval", "eval-instructions", "job")
@@ -159,6 +159,10 @@ def _check_combinations(config: PipelineConfig, use: str) -> None:
         _check_given_runs(config, use)
     if config.holes.depth is not None and (problem := flagged_problem(config.holes, use)):
         raise ConfigError(problem)
+    if use == "job" and (config.vectors.target_recall is not None or config.vectors.recall_queries != VectorsConfig().recall_queries):
+        # A job's HNSW search runs in the corpus service, which has no exact pass to measure it against yet.
+        raise ConfigError("--recall-queries and --target-recall are not available for orchestrator jobs yet: a job's "
+                          "HNSW search states no recall; measure it with irforge eval --search hnsw")
     if len(config.rerank.chosen) > 1:
         raise ConfigError("choose one of --reranker, --reranker-endpoint, --listwise-llm")
     if config.rerank.candidates is not None and not config.has_reranker:

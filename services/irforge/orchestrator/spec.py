@@ -32,10 +32,11 @@ JOB_FIELDS = ("output", "shards", "name", "instructions", "datasets")
 
 def job_refused(leaf: Leaf) -> bool:
     """An option of the services' configuration, refused in a job: the services and stores
-    sections, the backends, the judgement store, the encoder's options other than its model."""
+    sections, the backends, the stored precision of exact vectors (the corpus service's
+    --exact-precision), the judgement store, the encoder's options other than its model."""
     section = leaf.path[0]
     return (section in ("services", "stores") or (section == "encoder" and leaf.path[1] != "model")
-            or leaf.path in (("bm25", "backend"), ("vectors", "backend"), ("holes", "store")))
+            or leaf.path in (("bm25", "backend"), ("vectors", "backend"), ("vectors", "exact_precision"), ("holes", "store")))
 
 
 # The flat names (irforge.config) of the options a job refuses, with the flags they come from.
