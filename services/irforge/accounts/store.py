@@ -13,14 +13,13 @@ import hashlib
 import os
 import re
 import secrets
-import sqlite3
-import threading
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
 from irforge.accounts.errors import AccountsError, TeamExists, TeamNotFound, TokenNotFound
 from irforge.accounts.identity import OPERATOR, TEAM
+from irforge.common.sqlite_connections import SharedConnection
 
 STATE_FILE = "accounts.sqlite3"
 TOKEN_PREFIX = "irf_"          # tells a secret scanner (and a person) what the string is
@@ -108,26 +107,8 @@ class AccountsStore:
         # Hashes only, but who did what is the operators' to read: created 0600 (SQLite gives its
         # -wal and -shm files the database's permissions).
         os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600))
-        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.executescript(SCHEMA)
-        self._lock = threading.Lock()
-
-    def _write(self, statements: list[tuple[str, tuple]]) -> None:
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                for sql, params in statements:
-                    self._db.execute(sql, params)
-                self._db.execute("COMMIT")
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-
-    def _read(self, sql: str, params: tuple = ()) -> list[tuple]:
-        with self._lock:
-            return self._db.execute(sql, params).fetchall()
+        self._sql = SharedConnection(self.path, SCHEMA)
+        self._write, self._read = self._sql.write, self._sql.read
 
     # -- teams and operators --------------------------------------------------------------------
     def _taken(self, name: str) -> bool:
@@ -255,5 +236,4 @@ class AccountsStore:
         return [AuditRow(*row) for row in self._read(sql, (*params, max(1, min(int(limit), 10_000))))]
 
     def close(self) -> None:
-        with self._lock:
-            self._db.close()
+        self._sql.close()

@@ -1,5 +1,6 @@
 """One SQLite connection per thread, for files several threads and processes share (the embedding
-cache, the judgement store).
+cache, the judgement store); and one connection shared under a lock (SharedConnection), for a
+store one process owns (the jobs, the accounts).
 
 sqlite3 connections must not be shared between threads mid-transaction, so each thread opens its
 own on first use. A forked child must not reuse its parent's connection (SQLite's locks are per
@@ -17,6 +18,8 @@ import os
 import sqlite3
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 
@@ -82,3 +85,42 @@ def switch_to_wal(connection: sqlite3.Connection, timeout: float) -> str:
                 raise
         time.sleep(delay)
         delay = min(delay * 2, 0.2)
+
+
+class SharedConnection:
+    """One connection shared by a process's threads, serialised by a lock: for a store one process
+    owns whose writes are small and few (the orchestrator's jobs, the accounts). WAL, so readers
+    in other processes (`irforge jobs` on the state) are not blocked; autocommit, writes in
+    explicit BEGIN IMMEDIATE transactions."""
+
+    def __init__(self, path: Path, schema: str):
+        self.db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=NORMAL")
+        self.db.executescript(schema)
+        self._lock = threading.Lock()
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """The connection inside one write transaction (committed when the block ends, rolled back if it raises)."""
+        with self._lock:
+            self.db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self.db
+                self.db.execute("COMMIT")
+            except BaseException:
+                self.db.execute("ROLLBACK")
+                raise
+
+    def write(self, statements: list[tuple[str, tuple]]) -> None:
+        with self.transaction() as db:
+            for sql, params in statements:
+                db.execute(sql, params)
+
+    def read(self, sql: str, params: tuple = ()) -> list[tuple]:
+        with self._lock:
+            return self.db.execute(sql, params).fetchall()
+
+    def close(self) -> None:
+        with self._lock:
+            self.db.close()

@@ -4,10 +4,9 @@ hosts it: this room sits below app/), encode. Errors keep their type across the 
 
 from __future__ import annotations
 
-import functools
 import json
 
-from irforge.common.grpc_errors import abort
+from irforge.common.grpc_errors import grpc_method, grpc_stream_method
 from irforge.common.grpc_server import ServiceBinding
 from irforge.leaderboard import errors as _errors  # noqa: F401 - registers the statuses the use cases raise
 from irforge.leaderboard.board_render import render_board_text
@@ -16,26 +15,6 @@ from irforge.orchestrator.server import file_chunks
 from irforge.v1 import leaderboard_pb2, leaderboard_pb2_grpc
 
 SERVICE_NAME = leaderboard_pb2.DESCRIPTOR.services_by_name["Leaderboard"].full_name  # "irforge.v1.Leaderboard"
-
-
-def unary_door(method):
-    @functools.wraps(method)
-    def wrapper(self, request, context):
-        try:
-            return method(self, request, context)
-        except Exception as error:  # noqa: BLE001 - every error reaches the client as a status
-            abort(context, error)
-    return wrapper
-
-
-def stream_door(method):
-    @functools.wraps(method)
-    def wrapper(self, request, context):
-        try:
-            yield from method(self, request, context)
-        except Exception as error:  # noqa: BLE001
-            abort(context, error)
-    return wrapper
 
 
 def dataset_to_proto(record: DatasetRecord) -> leaderboard_pb2.Dataset:
@@ -58,36 +37,36 @@ class LeaderboardServicer(leaderboard_pb2_grpc.LeaderboardServicer):
     def __init__(self, cases):
         self.cases = cases
 
-    @unary_door
+    @grpc_method
     def RegisterDataset(self, request, context):
         return dataset_to_proto(self.cases.register_dataset(
             request.name, request.source, split=request.split or "test", task=request.task or "qa",
             main_metric=request.main_metric or None, language=request.language or "en", closed=not request.open,
             per_query=request.per_query or None))
 
-    @unary_door
+    @grpc_method
     def ListDatasets(self, request, context):
         return leaderboard_pb2.ListDatasetsResponse(datasets=[dataset_to_proto(d) for d in self.cases.list_datasets()])
 
-    @stream_door
+    @grpc_stream_method
     def GetCandidates(self, request, context):
         for chunk in file_chunks("candidates.trec", self.cases.candidates(request.dataset)):
             yield leaderboard_pb2.FileChunk(data=chunk.data, last=chunk.last)
 
-    @unary_door
+    @grpc_method
     def Submit(self, request, context):
         return submission_to_proto(self.cases.submit(dataset=request.dataset, system=request.system,
                                                      category=request.category, kind=request.kind, data=request.data))
 
-    @unary_door
+    @grpc_method
     def ListSubmissions(self, request, context):
         return leaderboard_pb2.ListSubmissionsResponse(submissions=[submission_to_proto(s) for s in self.cases.submissions()])
 
-    @unary_door
+    @grpc_method
     def GetSubmission(self, request, context):
         return submission_to_proto(self.cases.submission(request.submission_id))
 
-    @unary_door
+    @grpc_method
     def GetBoard(self, request, context):
         board = self.cases.board(category=request.category or None, datasets=list(request.datasets) or None,
                                  language=request.language or None, task=request.task or None,

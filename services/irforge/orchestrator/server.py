@@ -6,10 +6,9 @@ closed-book datasets: irforge.leaderboard.disclosure); without one, everything i
 
 from __future__ import annotations
 
-import functools
 from pathlib import Path
 
-from irforge.common.grpc_errors import abort
+from irforge.common.grpc_errors import grpc_method, grpc_stream_method
 from irforge.common.grpc_server import ServiceBinding
 from irforge.orchestrator import protocol
 from irforge.orchestrator.core import Orchestrator
@@ -19,26 +18,6 @@ from irforge.orchestrator.steps import result_files
 from irforge.v1 import orchestrator_pb2, orchestrator_pb2_grpc
 
 SERVICE_NAME = orchestrator_pb2.DESCRIPTOR.services_by_name["Orchestrator"].full_name  # "irforge.v1.Orchestrator"
-
-
-def _unary(method):
-    @functools.wraps(method)
-    def wrapper(self, request, context):
-        try:
-            return method(self, request, context)
-        except Exception as error:  # noqa: BLE001 - every error reaches the client as a status
-            abort(context, error)
-    return wrapper
-
-
-def _stream(method):
-    @functools.wraps(method)
-    def wrapper(self, request, context):
-        try:
-            yield from method(self, request, context)
-        except Exception as error:  # noqa: BLE001
-            abort(context, error)
-    return wrapper
 
 
 class ShowEverything:
@@ -63,32 +42,32 @@ class OrchestratorServicer(orchestrator_pb2_grpc.OrchestratorServicer):
         self.orchestrator = orchestrator
         self.disclosure = disclosure or ShowEverything()
 
-    @_unary
+    @grpc_method
     def SubmitJob(self, request, context):
         spec = JobSpec.from_proto(request)
         self.disclosure.admit(spec)
         return orchestrator_pb2.JobRef(job_id=self.orchestrator.submit(spec))
 
-    @_stream
+    @grpc_stream_method
     def WatchJob(self, request, context):
         spec = self.orchestrator.get(request.job_id).spec
         for event in self.orchestrator.watch(request.job_id, request.after_sequence, is_active=context.is_active):
             yield protocol.event_to_proto(self.disclosure.event(spec, event))
 
-    @_unary
+    @grpc_method
     def GetJob(self, request, context):
         return protocol.job_to_proto(self.disclosure.record(self.orchestrator.get(request.job_id)))
 
-    @_unary
+    @grpc_method
     def ListJobs(self, request, context):
         return orchestrator_pb2.ListJobsResponse(
             jobs=[protocol.job_to_proto(self.disclosure.record(r)) for r in self.orchestrator.list(request.limit)])
 
-    @_unary
+    @grpc_method
     def CancelJob(self, request, context):
         return protocol.job_to_proto(self.disclosure.record(self.orchestrator.cancel(request.job_id)))
 
-    @_stream
+    @grpc_stream_method
     def GetResults(self, request, context):
         try:
             folder = self.orchestrator.results_dir(request.job_id)   # first: the core audits the call, refused or not

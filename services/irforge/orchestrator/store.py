@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import enum
 import json
-import sqlite3
-import threading
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
 from irforge.common.locks import ExclusiveLock, LockHeld
+from irforge.common.sqlite_connections import SharedConnection
 from irforge.orchestrator.errors import JobNotFound
 
 SCHEMA = """
@@ -121,34 +120,16 @@ class JobStore:
             ) from None
         # One connection shared by the worker and server threads, serialised by a lock: writes
         # are small and few (progress events are throttled by the caller).
-        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.executescript(SCHEMA)
+        self._sql = SharedConnection(self.path, SCHEMA)
         self._migrate()
-        self._lock = threading.Lock()
+        self._write, self._read = self._sql.write, self._sql.read
 
     def _migrate(self) -> None:
         """Bring a jobs database an older irforge made up to SCHEMA (CREATE TABLE IF NOT EXISTS
         leaves an existing table as it was)."""
-        columns = {row[1] for row in self._db.execute("PRAGMA table_info(jobs)")}
+        columns = {row[1] for row in self._sql.read("PRAGMA table_info(jobs)")}
         if "owner" not in columns:   # before issue 27: no owners; those jobs stay the operators'
-            self._db.execute("ALTER TABLE jobs ADD COLUMN owner TEXT NOT NULL DEFAULT ''")
-
-    def _write(self, statements: list[tuple[str, tuple]]) -> None:
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                for sql, params in statements:
-                    self._db.execute(sql, params)
-                self._db.execute("COMMIT")
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-
-    def _read(self, sql: str, params: tuple = ()) -> list[tuple]:
-        with self._lock:
-            return self._db.execute(sql, params).fetchall()
+            self._sql.write([("ALTER TABLE jobs ADD COLUMN owner TEXT NOT NULL DEFAULT ''", ())])
 
     # -- jobs ---------------------------------------------------------------------------------
     def create_job(self, spec: dict, steps: list[str], owner: str = "") -> str:
@@ -214,19 +195,13 @@ class JobStore:
     # -- events -------------------------------------------------------------------------------
     def add_event(self, job_id: str, step: str, state: str, *, done: int = 0, total: int = 0, rate: float = 0.0,
                   eta_seconds: float = -1.0, message: str = "", unit: str = "") -> JobEvent:
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                (last,) = self._db.execute("SELECT COALESCE(MAX(sequence), 0) FROM events WHERE job_id = ?", (job_id,)).fetchone()
-                event = JobEvent(job_id, last + 1, now(), step, state, int(done), int(total), float(rate),
-                                 float(eta_seconds), message, unit)
-                self._db.execute("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", (
-                    job_id, event.sequence, event.time, step, state, event.done, event.total, event.rate,
-                    event.eta_seconds, message, unit))
-                self._db.execute("COMMIT")
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
+        with self._sql.transaction() as db:
+            (last,) = db.execute("SELECT COALESCE(MAX(sequence), 0) FROM events WHERE job_id = ?", (job_id,)).fetchone()
+            event = JobEvent(job_id, last + 1, now(), step, state, int(done), int(total), float(rate),
+                             float(eta_seconds), message, unit)
+            db.execute("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", (
+                job_id, event.sequence, event.time, step, state, event.done, event.total, event.rate,
+                event.eta_seconds, message, unit))
         return event
 
     def events(self, job_id: str, after: int = 0) -> list[JobEvent]:
@@ -235,6 +210,5 @@ class JobStore:
         return [JobEvent(*row) for row in rows]
 
     def close(self) -> None:
-        with self._lock:
-            self._db.close()
+        self._sql.close()
         self._owner.release()
