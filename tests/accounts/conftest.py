@@ -3,8 +3,6 @@ process, embedded BM25) for its jobs, and certificates for mutual TLS, made here
 
 from __future__ import annotations
 
-import datetime
-import ipaddress
 import re
 import subprocess
 import sys
@@ -12,10 +10,8 @@ import time
 from pathlib import Path
 
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
+
+from ..certificates import certificate, new_key, write_pem
 
 
 @pytest.fixture(scope="module")
@@ -65,41 +61,18 @@ def orchestrator_process():
 
 # -- certificates ----------------------------------------------------------------------------------
 
-def _name(common_name: str) -> x509.Name:
-    return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
-
-
-def _certificate(subject: str, key, issuer: str, issuer_key, *, ca: bool = False, server: bool = False):
-    now = datetime.datetime.now(datetime.timezone.utc)
-    builder = (x509.CertificateBuilder().subject_name(_name(subject)).issuer_name(_name(issuer))
-               .public_key(key.public_key()).serial_number(x509.random_serial_number())
-               .not_valid_before(now - datetime.timedelta(minutes=5)).not_valid_after(now + datetime.timedelta(days=1))
-               .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True))
-    if server:
-        builder = builder.add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-                                        critical=False)
-    return builder.sign(issuer_key, hashes.SHA256())
-
-
-def _pem(path: Path, certificate=None, key=None) -> Path:
-    path.write_bytes(certificate.public_bytes(serialization.Encoding.PEM) if certificate is not None else
-                     key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                       serialization.NoEncryption()))
-    return path
-
-
 @pytest.fixture(scope="module")
 def pki(tmp_path_factory):
     """A CA, a server certificate for 127.0.0.1, and client certificates with the subject CNs
     'team-a-ci' and 'stranger' (paths: ca, server_cert, server_key, <cn>_cert, <cn>_key)."""
     folder = tmp_path_factory.mktemp("pki")
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    paths = {"ca": _pem(folder / "ca.pem", _certificate("accounts test CA", ca_key, "accounts test CA", ca_key, ca=True))}
-    server_key = ec.generate_private_key(ec.SECP256R1())
-    paths["server_cert"] = _pem(folder / "server.pem", _certificate("127.0.0.1", server_key, "accounts test CA", ca_key, server=True))
-    paths["server_key"] = _pem(folder / "server.key", key=server_key)
+    ca_key = new_key()
+    paths = {"ca": write_pem(folder / "ca.pem", certificate("accounts test CA", ca_key, "accounts test CA", ca_key, ca=True))}
+    server_key = new_key()
+    paths["server_cert"] = write_pem(folder / "server.pem", certificate("127.0.0.1", server_key, "accounts test CA", ca_key, server=True))
+    paths["server_key"] = write_pem(folder / "server.key", key=server_key)
     for name in ("team-a-ci", "stranger"):
-        key = ec.generate_private_key(ec.SECP256R1())
-        paths[f"{name}_cert"] = _pem(folder / f"{name}.pem", _certificate(name, key, "accounts test CA", ca_key))
-        paths[f"{name}_key"] = _pem(folder / f"{name}.key", key=key)
+        key = new_key()
+        paths[f"{name}_cert"] = write_pem(folder / f"{name}.pem", certificate(name, key, "accounts test CA", ca_key))
+        paths[f"{name}_key"] = write_pem(folder / f"{name}.key", key=key)
     return paths

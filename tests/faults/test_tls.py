@@ -4,9 +4,7 @@ with a self-signed CA and certificates made here (subjectAltName IP:127.0.0.1)."
 
 from __future__ import annotations
 
-import datetime
 import importlib.util
-import ipaddress
 import json
 import re
 import ssl
@@ -17,10 +15,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
 from irforge.common.grpc_errors import ServiceUnavailable
 from irforge.common.grpc_server import start_server, wait_until_serving
@@ -45,52 +39,28 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "clients" / "python"))
 from irforge_client import EvaluatorClient, Tls, serve_retriever  # noqa: E402
 
+from ..certificates import certificate, new_key, write_pem  # noqa: E402
+
 QRELS = {"q1": {"d1": 1}}
 RUN = {"q1": {"d1": 2.0, "d2": 1.0}}
 
 
 # -- a CA and certificates, made here -------------------------------------------------------------
 
-def _name(common_name: str) -> x509.Name:
-    return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
-
-
-def _certificate(subject: str, key, issuer: str, issuer_key, *, ca: bool = False, server: bool = False):
-    now = datetime.datetime.now(datetime.timezone.utc)
-    builder = (x509.CertificateBuilder().subject_name(_name(subject)).issuer_name(_name(issuer))
-               .public_key(key.public_key()).serial_number(x509.random_serial_number())
-               .not_valid_before(now - datetime.timedelta(minutes=5)).not_valid_after(now + datetime.timedelta(days=1))
-               .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True))
-    if server:
-        builder = builder.add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-                                        critical=False)
-    return builder.sign(issuer_key, hashes.SHA256())
-
-
-def _write(folder: Path, name: str, certificate=None, key=None) -> Path:
-    path = folder / name
-    if certificate is not None:
-        path.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
-    else:
-        path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                           serialization.NoEncryption()))
-    return path
-
-
 @pytest.fixture(scope="module")
 def pki(tmp_path_factory):
     """Paths: ca (a self-signed CA), server cert/key for 127.0.0.1, client cert/key, and other_ca
     (a CA that signed none of them)."""
     folder = tmp_path_factory.mktemp("pki")
-    ca_key, other_key, server_key, client_key = (ec.generate_private_key(ec.SECP256R1()) for _ in range(4))
-    ca = _certificate("irforge test CA", ca_key, "irforge test CA", ca_key, ca=True)
-    other = _certificate("another CA", other_key, "another CA", other_key, ca=True)
+    ca_key, other_key, server_key, client_key = (new_key() for _ in range(4))
+    ca = certificate("irforge test CA", ca_key, "irforge test CA", ca_key, ca=True)
+    other = certificate("another CA", other_key, "another CA", other_key, ca=True)
     return {
-        "ca": _write(folder, "ca.pem", ca), "other_ca": _write(folder, "other-ca.pem", other),
-        "server_cert": _write(folder, "server.pem", _certificate("127.0.0.1", server_key, "irforge test CA", ca_key, server=True)),
-        "server_key": _write(folder, "server.key", key=server_key),
-        "client_cert": _write(folder, "client.pem", _certificate("irforge client", client_key, "irforge test CA", ca_key)),
-        "client_key": _write(folder, "client.key", key=client_key),
+        "ca": write_pem(folder / "ca.pem", ca), "other_ca": write_pem(folder / "other-ca.pem", other),
+        "server_cert": write_pem(folder / "server.pem", certificate("127.0.0.1", server_key, "irforge test CA", ca_key, server=True)),
+        "server_key": write_pem(folder / "server.key", key=server_key),
+        "client_cert": write_pem(folder / "client.pem", certificate("irforge client", client_key, "irforge test CA", ca_key)),
+        "client_key": write_pem(folder / "client.key", key=client_key),
     }
 
 
@@ -138,7 +108,7 @@ def test_a_tls_service_answers_clients_that_trust_its_ca_and_refuses_others(pki,
         service.wait(timeout=30)
 
 
-def test_mutual_tls_requires_a_client_certificate(pki, client_env):
+def test_mutual_tls_requires_a_clientcertificate(pki, client_env):
     tls = ServerTls(pki["server_cert"], pki["server_key"], client_ca=pki["ca"])
     running = start_server([evaluator_server.binding(Evaluator())], port=0, tls=tls)
     address = f"127.0.0.1:{running.port}"

@@ -8,22 +8,20 @@ script error or a request to anywhere else, with and without scripts."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import time
-from pathlib import Path
 from urllib.parse import urlsplit
 
 import httpx
 import pytest
 import pytrec_eval
 
-from irforge.accounts.identity import TEAM, Identity, acting_as
-from irforge.orchestrator.spec import JobSpec
+from irforge.accounts.identity import TEAM, Identity
 from irforge.reports.page import STYLE
 from irforge.web.security import SessionStore
 
 from ..browser import DevTools, RenderedPage
+from ..certificates import certificate, new_key, write_pem
 from .conftest import as_operator, assert_strict_page, login, screenshot_dir, submit_as, wait_ended
 
 CSP = ("default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self' data:; connect-src 'self'; "
@@ -91,28 +89,9 @@ def test_login_opens_a_server_side_session_and_every_response_is_locked_down(mak
 
 def test_over_tls_the_cookie_is_secure_and_hsts_is_sent(make_platform, tmp_path):
     """Served with a certificate (the gRPC server's, in the service): HTTPS only, a Secure cookie, HSTS."""
-    import datetime
-    import ipaddress
-
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
-    now = datetime.datetime.now(datetime.timezone.utc)
-    certificate = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
-                   .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=5))
-                   .not_valid_after(now + datetime.timedelta(days=1))
-                   .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-                   .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-                                  critical=False)
-                   .sign(key, hashes.SHA256()))
-    cert, key_file = tmp_path / "server.pem", tmp_path / "server.key"
-    cert.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
-    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                           serialization.NoEncryption()))
+    key = new_key()
+    cert = write_pem(tmp_path / "server.pem", certificate("127.0.0.1", key, "127.0.0.1", key, ca=True, server=True))
+    key_file = write_pem(tmp_path / "server.key", key=key)
     platform = make_platform(tls=(cert, key_file))
     assert platform.url.startswith("https://127.0.0.1:")
     import ssl
