@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import threading
 import uuid
 from dataclasses import dataclass, fields
 from datetime import datetime, timezone
 from pathlib import Path
 
+from irforge.common.sqlite_connections import SharedConnection
 from irforge.leaderboard.errors import DatasetExists, DatasetNotFound, LimitReached, SubmissionNotFound
 
 SCHEMA = """
@@ -76,18 +76,11 @@ class LeaderboardStore:
     def __init__(self, path: Path):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.executescript(SCHEMA)
-        self._lock = threading.Lock()
-
-    def _read(self, sql: str, params: tuple = ()) -> list[tuple]:
-        with self._lock:
-            return self._db.execute(sql, params).fetchall()
+        self._sql = SharedConnection(self.path, SCHEMA)
+        self._read = self._sql.read
 
     def _write(self, sql: str, params: tuple) -> None:
-        with self._lock:
-            self._db.execute(sql, params)
+        self._sql.write([(sql, params)])
 
     # -- datasets -----------------------------------------------------------------------------
     def add_dataset(self, record: DatasetRecord) -> None:
@@ -119,19 +112,13 @@ class LeaderboardStore:
         created = utc_now()
         record = SubmissionRecord(submission_id=uuid.uuid4().hex[:16], team=team, created=stamp(created), job_id="",
                                   state="received", reason="", **values)
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                (used,) = self._db.execute("SELECT COUNT(*) FROM submissions WHERE team = ? AND created >= ? AND created < ?",
-                                           (team, stamp(day_start), stamp(day_end))).fetchone()
-                if limit is not None and used >= limit:
-                    raise LimitReached(refusal(used))
-                self._db.execute(f"INSERT INTO submissions VALUES ({', '.join('?' * len(fields(SubmissionRecord)))})",
-                                 tuple(getattr(record, f.name) for f in fields(SubmissionRecord)))
-                self._db.execute("COMMIT")
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
+        with self._sql.transaction() as db:
+            (used,) = db.execute("SELECT COUNT(*) FROM submissions WHERE team = ? AND created >= ? AND created < ?",
+                                 (team, stamp(day_start), stamp(day_end))).fetchone()
+            if limit is not None and used >= limit:
+                raise LimitReached(refusal(used))
+            db.execute(f"INSERT INTO submissions VALUES ({', '.join('?' * len(fields(SubmissionRecord)))})",
+                       tuple(getattr(record, f.name) for f in fields(SubmissionRecord)))
         return record
 
     def used(self, team: str, day_start: datetime, day_end: datetime) -> int:
@@ -156,8 +143,7 @@ class LeaderboardStore:
         return [SubmissionRecord(*row) for row in rows]
 
     def close(self) -> None:
-        with self._lock:
-            self._db.close()
+        self._sql.close()
 
 
 def _dataset(row: tuple) -> DatasetRecord:
