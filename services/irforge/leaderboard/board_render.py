@@ -130,8 +130,9 @@ def _score_cell(score: Score | None) -> Cell:
     return Cell(Markup(shown), score.value, True, "best" if score.best else None)
 
 
-def board_table(board: Board, caption=None) -> Markup:
-    """The board as the report's data table (data-table="leaderboard"), its legend below it."""
-    shown = table(TABLE_NAME, board_headers(board), board_rows(board), caption, header_first=False)
+def board_table(board: Board, caption=None, rows: list[list[Cell]] | None = None) -> Markup:
+    """The board as the report's data table (data-table="leaderboard"), its legend below it;
+    `rows`: board_rows(board) as a front changed them (the web page links each system)."""
+    shown = table(TABLE_NAME, board_headers(board), board_rows(board) if rows is None else rows, caption, header_first=False)
     notes = [tag("p", f"{r.key}: {r.note}", class_="note") for r in board.rows if r.note]
     return join([shown, *notes, tag("p", legend(board, "bold marks the column's best"), class_="legend")])

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from urllib.parse import quote, urlencode
 
 from irforge.leaderboard.board import CATEGORIES, Board, build_board, choices, resolve_row, sort_board
-from irforge.leaderboard.board_render import TABLE_NAME, board_headers, board_rows, legend
+from irforge.leaderboard.board_render import board_rows, board_table
 from irforge.reports.markup import Cell, Markup, cell, esc, join, key_value_table, p_value, signed, table, tag
 from irforge.reports.plots import difference_plot
 from irforge.web.pages import paragraph
@@ -69,9 +69,7 @@ def board_html(board: Board) -> Markup:
         if row.key == board.baseline:
             label = label + " " + tag("span", "(baseline)", class_="baseline")   # (left to right: Markup + str escapes the str)
         cells[3] = Cell(label, row.system)
-    shown = table(TABLE_NAME, board_headers(board), rows, caption=caption(board), header_first=False)
-    notes = [tag("p", f"{r.key}: {r.note}", class_="note") for r in board.rows if r.note]
-    return join([shown, *notes, tag("p", legend(board, "bold marks the column's best"), class_="legend")])
+    return board_table(board, caption(board), rows)
 
 
 def caption(board: Board) -> str:
