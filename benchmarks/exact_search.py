@@ -74,7 +74,10 @@ ROUNDING = 384 * 2.0 ** -24   # |float32 dot - exact| <= n * u * |x| |y| for uni
 
 def reference_top(docs: np.ndarray, queries: np.ndarray, block_rows: int = 65_536) -> tuple[np.ndarray, np.ndarray]:
     """(rows, float64 scores) of each query's top K by score descending, then row (= doc id) descending;
-    scored in float64 over blocks of rows, each block's best 2 K kept (no block holds more of a top K)."""
+    scored in float64 over blocks of rows, each block's best 2 K kept (no block holds more of a top K),
+    then the best K + 16 of those scored again one row at a time (einsum's per-row sum): a matrix
+    product's rounding depends on the block's shape, so identical vectors in two blocks could
+    otherwise differ in the last bit and not tie."""
     queries64 = queries.astype(np.float64)
     kept_rows, kept_scores = [], []
     for start in range(0, len(docs), block_rows):
@@ -84,6 +87,10 @@ def reference_top(docs: np.ndarray, queries: np.ndarray, block_rows: int = 65_53
         kept_rows.append(best + start)
         kept_scores.append(np.take_along_axis(scores, best, axis=1))
     rows, scores = np.concatenate(kept_rows, axis=1), np.concatenate(kept_scores, axis=1)
+    width = min(K + 16, rows.shape[1])
+    best = np.argpartition(-scores, width - 1, axis=1)[:, :width]
+    rows = np.take_along_axis(rows, best, axis=1)
+    scores = np.stack([np.einsum("ij,j->i", docs[row].astype(np.float64), query) for row, query in zip(rows, queries64)])
     order = np.lexsort((-rows, -scores), axis=1)[:, :K]
     return np.take_along_axis(rows, order, axis=1), np.take_along_axis(scores, order, axis=1)
 
