@@ -105,10 +105,6 @@ def rows_of(rankings) -> list[list[int]]:
     return [[int(doc_id[1:]) for doc_id in ranking] for ranking in rankings]   # "d0000042" -> 42
 
 
-def dir_mib(path: Path) -> float:
-    return scale.dir_mib(path)
-
-
 # -- workers: one subprocess each -------------------------------------------------------------
 
 def worker_flat_write(args, folder: Path) -> dict:
@@ -120,7 +116,7 @@ def worker_flat_write(args, folder: Path) -> dict:
     count = write_flat(folder / "flat", chunks(args.size, args.seed, spent), DIMENSION)
     seconds = time.perf_counter() - started - sum(spent)
     return {"documents": count, "write_s": seconds, "generate_s": sum(spent), "docs_per_s": count / seconds,
-            "rss_before_mib": before, "peak_rss_mib": peak_rss_mib(), "disk_mib": dir_mib(folder / "flat"),
+            "rss_before_mib": before, "peak_rss_mib": peak_rss_mib(), "disk_mib": scale.dir_mib(folder / "flat"),
             "vector_file_mib": (folder / "flat" / "vectors.float32").stat().st_size / 2**20}
 
 
@@ -192,7 +188,7 @@ def worker_edge(args, folder: Path) -> dict:
     points = args.size
     return {"points": points, "upsert_s": upsert_s, "commit_s": commit_s, "docs_per_s": points / (upsert_s + commit_s),
             "rss_before_mib": before, "upsert_peak_rss_mib": upsert_peak, "peak_rss_mib": build_peak,
-            "disk_mib": dir_mib(folder / "edge"),
+            "disk_mib": scale.dir_mib(folder / "edge"),
             "hnsw": {"ef": hnsw.ef_search, "seconds": best, "qps": len(query_vectors) / best,
                      f"recall@{K}": recall(range(len(query_vectors))),
                      "irforge_recorded_recall": record[f"recall@{K}"], "queries_sampled": record["queries_sampled"],
