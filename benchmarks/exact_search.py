@@ -9,10 +9,16 @@ Measured, each engine timed in turn per round (best of `--repeat` rounds, _commo
 k = 100, all queries in one call:
   queries/s            irforge flat float32 / float16, FAISS IndexFlatIP (vectors in RAM), Qdrant Edge
                        exact (a shard with no HNSW graph: exact search never reads one; batches of 256)
-  identical top-100    share of queries whose top 100 doc ids, in order, equal another engine's; and
-                       against a float64 numpy brute force on the first 200 queries
-  extra peak RSS       of one full search over what the process held before it, each in a fresh process:
-                       irforge maps its file a block at a time, FAISS holds an index copy of every vector
+  agreement            each engine's top 100 against a float64 brute force of every query (reference_top,
+                       the house rule: score descending, then doc id descending; the ids are zero-padded, so
+                       id order is row order), three ways: the same ids in the same order; the same set of
+                       ids; and "equal within float32 rounding": at every rank the engine's document and
+                       the reference's have float64 scores within ROUNDING (384 x 2^-24: the bound on a
+                       float32 dot product's error for unit vectors), i.e. any difference is a swap of
+                       documents whose scores float32 arithmetic cannot tell apart
+  peak RSS             of one full search, each in a fresh process: its whole peak (VmHWM) and the part the
+                       search adds, beside the size of the vector file it searches: irforge maps its file a
+                       block at a time, FAISS holds an index copy of every vector
 Threads: numpy's BLAS and FAISS's OpenMP each use every usable core (recorded).
 
 Run: .venv/bin/python benchmarks/exact_search.py [--docs 100000] [--queries 1000]
@@ -63,17 +69,49 @@ def edge_search(shard, queries: np.ndarray) -> list[list[int]]:
     return found
 
 
-def truth(docs: np.ndarray, queries: np.ndarray, ids: list[str]) -> list[list[str]]:
-    """Float64 scores, score descending then doc id descending (the ids sort as the rows do here)."""
-    out = []
-    for start in range(0, len(queries), 50):
-        scores = queries[start:start + 50].astype(np.float64) @ docs.T.astype(np.float64)
-        out.extend([ids[i] for i in np.lexsort((-np.arange(len(docs)), -row))[:K]] for row in scores)
-    return out
+ROUNDING = 384 * 2.0 ** -24   # |float32 dot - exact| <= n * u * |x| |y| for unit x, y in 384-d
 
 
-def same(a: list[list[str]], b: list[list[str]]) -> float:
-    return float(np.mean([x == y for x, y in zip(a, b, strict=True)]))
+def reference_top(docs: np.ndarray, queries: np.ndarray, block_rows: int = 65_536) -> tuple[np.ndarray, np.ndarray]:
+    """(rows, float64 scores) of each query's top K by score descending, then row (= doc id) descending;
+    scored in float64 over blocks of rows, each block's best 2 K kept (no block holds more of a top K),
+    then the best K + 16 of those scored again one row at a time (einsum's per-row sum): a matrix
+    product's rounding depends on the block's shape, so identical vectors in two blocks could
+    otherwise differ in the last bit and not tie."""
+    queries64 = queries.astype(np.float64)
+    kept_rows, kept_scores = [], []
+    for start in range(0, len(docs), block_rows):
+        scores = queries64 @ docs[start:start + block_rows].astype(np.float64).T
+        width = min(2 * K, scores.shape[1])
+        best = np.argpartition(-scores, width - 1, axis=1)[:, :width]
+        kept_rows.append(best + start)
+        kept_scores.append(np.take_along_axis(scores, best, axis=1))
+    rows, scores = np.concatenate(kept_rows, axis=1), np.concatenate(kept_scores, axis=1)
+    width = min(K + 16, rows.shape[1])
+    best = np.argpartition(-scores, width - 1, axis=1)[:, :width]
+    rows = np.take_along_axis(rows, best, axis=1)
+    scores = np.stack([np.einsum("ij,j->i", docs[row].astype(np.float64), query) for row, query in zip(rows, queries64)])
+    order = np.lexsort((-rows, -scores), axis=1)[:, :K]
+    return np.take_along_axis(rows, order, axis=1), np.take_along_axis(scores, order, axis=1)
+
+
+def agreement(found: list[list[int]], docs: np.ndarray, queries: np.ndarray, reference) -> dict:
+    """Shares of queries whose top K equals the reference's: in order, as a set, within float32 rounding."""
+    rows, scores = reference
+    same_order = same_set = within = 0
+    for query, (got, want, want_scores) in enumerate(zip(found, rows, scores, strict=True)):
+        got = np.asarray(got, dtype=np.int64)
+        same_order += len(got) == K and bool((got == want).all())
+        same_set += set(got.tolist()) == set(want.tolist())
+        if len(got) == K:
+            got_scores = docs[got].astype(np.float64) @ queries[query].astype(np.float64)
+            within += bool(np.abs(got_scores - want_scores).max() <= ROUNDING)
+    n = len(found)
+    return {"same_order": same_order / n, "same_set": same_set / n, "within_float32_rounding": within / n}
+
+
+def same(a: list, b: list) -> float:
+    return float(np.mean([list(x) == list(y) for x, y in zip(a, b, strict=True)]))
 
 
 def main() -> None:
@@ -115,59 +153,81 @@ def main() -> None:
         }
         timed = measure_interleaved(engines, args.repeat)
         found = {name: result for name, (result, _) in timed.items()}
-        reference = truth(docs, queries[:200], ids)
+        started = time.perf_counter()
+        reference = reference_top(docs, queries)
+        reference_s = time.perf_counter() - started
         shard.close()
         np.save(work / "docs.npy", docs)
         np.save(work / "queries.npy", queries)
+        vector_file_mib = (work / "flat" / "vectors.float32").stat().st_size / 2**20
         # Each in a fresh process (a fork would inherit OpenMP's threads and hang in FAISS or BLAS).
-        peaks = {name: _peak_in_subprocess(name, work) for name in ("irforge flat float32", "FAISS IndexFlatIP",
-                                                                    "Qdrant Edge exact")}
+        peaks = {name: _peak_in_subprocess(name, work) for name in PEAK_OF}
         figures = {}
         for name, (_, seconds) in timed.items():
+            rows = [[int(doc_id[4:]) for doc_id in ranking] for ranking in found[name]]   # "doc-00000042" -> 42
             figures[name] = {
                 "queries_per_second": round(args.queries / min(seconds), 1), "seconds": [round(s, 3) for s in seconds],
+                "vs_float64_reference": agreement(rows, docs, queries, reference),
                 "identical_top100_vs_irforge_float32": same(found[name], found["irforge flat float32"]),
                 "identical_top100_vs_edge_exact": same(found[name], found["Qdrant Edge exact"]),
-                "identical_top100_vs_float64_first_200": same(found[name][:200], reference),
-                "extra_peak_rss_mib": None if peaks.get(name) is None else round(peaks[name], 1),
+                **({"search_process_rss_mib": peaks[name]} if peaks.get(name) else {}),
             }
+        block_peaks = {name: peaks[name] for name in PEAK_OF if name not in figures and peaks.get(name)}
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
     faiss_qps = figures["FAISS IndexFlatIP"]["queries_per_second"]
     for values in figures.values():
         values["vs_faiss"] = round(values["queries_per_second"] / faiss_qps, 2)
-    rows = [[name, v["queries_per_second"], v["vs_faiss"], v["identical_top100_vs_edge_exact"],
-             v["identical_top100_vs_float64_first_200"], v["extra_peak_rss_mib"]] for name, v in figures.items()]
-    print(f"{args.docs:,} x {args.dim}-d vectors ({docs.nbytes / 2**20:.0f} MiB float32), {args.queries:,} queries, k={K}")
-    print(table(["engine", "q/s", "x FAISS", "same top-100 as Edge", "same as float64 (200 q)", "extra peak MiB"], rows))
+    rows = []
+    for name, v in figures.items():
+        agree, rss = v["vs_float64_reference"], v.get("search_process_rss_mib") or {}
+        rows.append([name, v["queries_per_second"], v["vs_faiss"], agree["same_order"], agree["same_set"],
+                     agree["within_float32_rounding"], v["identical_top100_vs_edge_exact"], rss.get("peak"), rss.get("search_extra")])
+    print(f"{args.docs:,} x {args.dim}-d vectors ({vector_file_mib:,.0f} MiB float32 on disk), {args.queries:,} queries, k={K}")
+    print(table(["engine", "q/s", "x FAISS", "same order as float64", "same set", "within f32 rounding",
+                 "same order as Edge", "search process peak MiB", "of it the search"], rows))
+    for name, rss in block_peaks.items():
+        print(f"{name}: search process peak {rss['peak']:,.0f} MiB, of it the search {rss['search_extra']:,.0f} MiB")
     path = write_results(__file__, {
         "parameters": {key: value for key, value in vars(args).items() if key not in ("peak_of", "work")} | {"k": K, "distance": "dot of unit vectors", "centres": 300},
         "threads": {"faiss_omp": faiss.omp_get_max_threads(), "blas": _blas_threads()},
         "versions": {name: metadata.version(name) for name in ("faiss-cpu", "qdrant-edge-py", "numpy")},
-        "build": {"irforge_flat_write_s": round(write_s, 2), "edge_upsert_and_optimize_s": round(edge_build_s, 2)},
+        "build": {"irforge_flat_write_s": round(write_s, 2), "edge_upsert_and_optimize_s": round(edge_build_s, 2),
+                  "float64_reference_s": round(reference_s, 2)},
+        "vector_file_mib": round(vector_file_mib, 1),
+        "rounding_tolerance": ROUNDING,
         "engines": figures,
+        "irforge_peak_by_block": block_peaks,
     })
     print(f"wrote {path}")
 
 
-def _peak_in_subprocess(engine: str, work: Path) -> float | None:
+PEAK_OF = ("irforge flat float32", "irforge flat float32, 8 MiB blocks", "FAISS IndexFlatIP", "Qdrant Edge exact")
+
+
+def _peak_in_subprocess(engine: str, work: Path) -> dict | None:
     done = subprocess.run([sys.executable, __file__, "--peak-of", engine, "--work", str(work)], capture_output=True,
                           text=True, timeout=3600)
-    return float(done.stdout.strip().splitlines()[-1]) if done.returncode == 0 else None
+    if done.returncode != 0:
+        print(f"peak of {engine} not measured: {done.stderr[-500:]}", file=sys.stderr)
+        return None
+    before, peak = (float(x) for x in done.stdout.strip().splitlines()[-1].split())
+    return {"before_search": round(before, 1), "peak": round(peak, 1), "search_extra": round(peak - before, 1)}
 
 
 def peak_of(engine: str, work: Path) -> None:
-    """Print the peak RSS (MiB) one search of every query adds over what the process held before it:
-    irforge opens its flat folder; FAISS has the vectors in RAM already and builds its index (its own
-    copy of them) inside the measured span; Edge loads its shard before it."""
+    """Print the process's RSS before one search of every query and its peak RSS during it (MiB):
+    irforge opens its flat folder (the file is mapped a block at a time during the search); FAISS
+    has the vectors in RAM already and builds its index (its own copy of them) inside the measured
+    span; Edge loads its shard before it."""
     from _common import _reset_peak, _status_kib
 
     queries = np.load(work / "queries.npy")
-    if engine == "irforge flat float32":
-        from irforge.corpus.vectors.flat import FlatVectors
+    if engine.startswith("irforge flat float32"):
+        from irforge.corpus.vectors.flat import BLOCK_BYTES, FlatVectors
 
-        flat = FlatVectors(work / "flat")
+        flat = FlatVectors(work / "flat", block_bytes=8 * 2**20 if "8 MiB" in engine else BLOCK_BYTES)
         search = lambda: flat.search(queries, K)  # noqa: E731
     elif engine == "FAISS IndexFlatIP":
         import faiss
@@ -187,7 +247,7 @@ def peak_of(engine: str, work: Path) -> None:
     if not _reset_peak():
         sys.exit(1)
     search()
-    print((_status_kib("VmHWM") - before) / 1024)
+    print(before / 1024, _status_kib("VmHWM") / 1024)
 
 
 def _blas_threads():
