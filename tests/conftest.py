@@ -22,6 +22,18 @@ os.environ["TMPDIR"] = str(SESSION_TMP)
 tempfile.tempdir = None
 for variable in ("XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME"):
     os.environ[variable] = str(SESSION_TMP / variable.lower())
+# numba's cache (ranx, the fusion tests' reference, asks for it) too: filled by the session's own
+# ahead-of-time compiling (tests/fusion/ranx_warmup.py), not by an earlier session's.
+os.environ.setdefault("NUMBA_CACHE_DIR", str(SESSION_TMP / "numba"))
+
+
+def start_niced(argv: list[str], log: Path, env: dict | None = None):
+    """argv started at the lowest CPU priority (nice 19), its output in `log`; not waited for."""
+    import subprocess
+
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "wb") as output:
+        return subprocess.Popen(argv, stdout=output, stderr=subprocess.STDOUT, env=env, preexec_fn=lambda: os.nice(19))
 
 
 class BackgroundRun:
@@ -32,15 +44,11 @@ class BackgroundRun:
     encoding all 5,183 SciFact abstracts with all-MiniLM-L6-v2 to check MTEB's published figure."""
 
     def __init__(self, argv: list[str], out: Path):
-        import subprocess
         import sys
 
         self.out = out
         self.log = out.parent / f"{out.name}.log"
-        out.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.log, "wb") as log:
-            self.process = subprocess.Popen([sys.executable, "-m", "irforge.cli.main", *argv, "--out", str(out)],
-                                            stdout=log, stderr=subprocess.STDOUT, preexec_fn=lambda: os.nice(19))
+        self.process = start_niced([sys.executable, "-m", "irforge.cli.main", *argv, "--out", str(out)], self.log)
 
     def results(self, timeout_s: float = 3600.0) -> dict:
         import json
@@ -62,6 +70,7 @@ SCIFACT_DENSE_STORES = {"--embedding-cache": SESSION_TMP / "scifact-dense" / "em
                         "--index-dir": SESSION_TMP / "scifact-dense" / "bm25"}
 SCIFACT_DENSE_FIXTURE = "scifact_dense"
 BACKGROUND: dict[str, BackgroundRun] = {}
+WARMING: list = []     # processes that only fill caches: stopped at the end, their outcome unread
 
 
 def pytest_collection_modifyitems(session, config, items):
@@ -78,11 +87,23 @@ def pytest_collection_finish(session):
         for flag, path in SCIFACT_DENSE_STORES.items():
             argv += [flag, str(path)]
         BACKGROUND[SCIFACT_DENSE_FIXTURE] = BackgroundRun(argv, SESSION_TMP / "scifact-dense" / "out")
+    # ranx compiled for tests/fusion while the tests before it wait on servers (ranx_warmup.py):
+    # ~1 min of numba taken off the session, whatever it has not finished compiled as before.
+    fusion = Path(__file__).parent / "fusion"
+    if any(fusion in item.path.parents for item in session.items):
+        import sys
+
+        env = {key: value for key, value in os.environ.items() if key != "NUMBA_OPT"}  # cached only when optimised
+        WARMING.append(start_niced([sys.executable, str(fusion / "ranx_warmup.py")], SESSION_TMP / "ranx-warmup.log", env))
 
 
 def pytest_sessionfinish(session, exitstatus):
     for run in BACKGROUND.values():
         run.stop()
+    for process in WARMING:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
     if exitstatus == 0:
         shutil.rmtree(SESSION_TMP, ignore_errors=True)
     else:  # keep the evidence of a failed run

@@ -2,8 +2,10 @@
 passes (NUMBA_OPT=0), set here before the test modules import ranx.
 
 Why: numba compiles each ranx function the first time a test calls it, and CI pays for it on every
-run: ranx asks numba to cache what it compiles, but beside ranx's own files, and CI's venv is new
-each time. LLVM's optimiser is about a quarter of that compile time (CPU seconds of the first four
+run: ranx asks numba to cache what it compiles, and the session's cache ($NUMBA_CACHE_DIR, under
+its own folder: tests/conftest.py) starts empty. What ranx_warmup.py, started with the session in
+the background, has compiled (optimised) by then is loaded from that cache instead; the rest is
+compiled here, unoptimised. LLVM's optimiser is about a quarter of that compile time (CPU seconds of the first four
 fuses, measured: 58 -> 42; all of tests/fusion with the Comb arithmetic beside it: 175 -> 109), and it buys
 nothing for 40 queries a test fuses in milliseconds. Unoptimised, numba also declines to cache
 ranx's typed-dict functions ("Cannot cache compiled function ... dynamic globals"): no loss here,

@@ -22,6 +22,8 @@ from irforge.runs import read_run_file
 from irforge.fusion import METHODS, NORMALISATIONS, Fusion
 from irforge.ranking import ranked
 
+from .ranx_reference import ranx_run as ranx_built
+
 DATA = Path(__file__).parent / "data"
 RUN_FILES = ("scifact-bm25.top50.trec.gz", "scifact-minilm.top50.trec.gz", "scifact-bm25-k1.2-b0.75.top50.trec.gz")
 QUERIES = 40        # a slice: ranx's numba code is the slow part, not the runs
@@ -39,7 +41,7 @@ def runs() -> list[dict[str, dict[str, float]]]:
 def ranx_run(run: dict[str, dict[str, float]]) -> RanxRun:
     """The run as ranx holds it, each query's documents inserted in the tie-rule order: ranx's RRF
     ranks documents by their order in the dict, which for irforge is score then id, descending."""
-    return RanxRun({q: dict(ranked(scores)) for q, scores in run.items()})
+    return ranx_built({q: dict(ranked(scores)) for q, scores in run.items()})
 
 
 def assert_same_scores(ours, theirs) -> None:

@@ -18,8 +18,6 @@ from pathlib import Path
 
 import pytest
 import pytrec_eval
-from ranx import Qrels as RanxQrels
-from ranx import Run as RanxRun
 from ranx import fuse as ranx_fuse
 from ranx import optimize_fusion
 
@@ -30,6 +28,8 @@ from irforge.fusion import Fusion
 from irforge.fusion.optimise import WeightSearch, optimise_weights, weight_grid
 from irforge.ranking import ranked
 from irforge.runs import read_run_file
+
+from .ranx_reference import ranx_qrels, ranx_run
 
 DATA = Path(__file__).parent / "data"
 RUNS = (DATA / "scifact-bm25.top50.trec.gz", DATA / "scifact-minilm.top50.trec.gz")
@@ -75,7 +75,7 @@ def test_the_search_chooses_what_ranx_optimize_fusion_chooses_scoring_each_point
     choice = optimise_weights(Fusion("wsum"), runs, ["bm25", "minilm"], WeightSearch("dev", "nDCG@10", 0.1),
                               lambda run: evaluator.evaluate(qrels, run, ["nDCG@10"], options).aggregate["nDCG@10"], k=50)
 
-    best, report = optimize_fusion(RanxQrels(qrels), [RanxRun(run) for run in runs], norm="min-max", method="wsum",
+    best, report = optimize_fusion(ranx_qrels(qrels), [ranx_run(run) for run in runs], norm="min-max", method="wsum",
                                    metric="ndcg@10", step=0.1, show_progress=False, return_optimization_report=True)
     # ranx's points, in its order (its report names each by the str of a tuple of numpy floats)
     assert [str(tuple(map(float, eval(config.replace("np.float64", ""))))) for config in report.configs] == \
@@ -110,7 +110,7 @@ def test_eval_fuses_run_files_with_weights_chosen_on_dev_recorded_and_printed(ha
     fusion = results["retriever"]["fusion"]
     chosen = fusion["optimisation"]
     qrels, runs = dev
-    best = optimize_fusion(RanxQrels(qrels), [RanxRun(run) for run in runs], norm="min-max", method="wsum",
+    best = optimize_fusion(ranx_qrels(qrels), [ranx_run(run) for run in runs], norm="min-max", method="wsum",
                            metric="ndcg@10", step=0.1, show_progress=False)["weights"]
     labels = [path.name for path in RUNS]
     best = [float(w) for w in best]
@@ -121,7 +121,7 @@ def test_eval_fuses_run_files_with_weights_chosen_on_dev_recorded_and_printed(ha
 
     # The reported half's figure: ranx's fuse of the same files with the chosen weights, scored by trec_eval.
     test_qrels = BeirDataset.open(halves).qrels("test")
-    test_runs = [RanxRun(restricted(read_run_file(path).run, test_qrels)) for path in RUNS]
+    test_runs = [ranx_run(restricted(read_run_file(path).run, test_qrels)) for path in RUNS]
     fused = ranx_fuse(test_runs, norm="min-max", method="wsum", params={"weights": list(best)})
     assert results["metrics"]["nDCG@10"] == pytest.approx(trec_ndcg10(test_qrels, fused), abs=1e-9)
     assert results["latency"] == {"absent": results["latency"]["absent"]} and "only their fusion" in results["latency"]["absent"]
@@ -162,14 +162,14 @@ def test_the_hybrid_chooses_its_weights_on_dev_as_ranx_would_from_its_own_two_ru
         for split in ("dev", "test"):
             out = tmp_path / f"{retriever}-{split}"
             assert run_cli([*common, "--retriever", retriever, "--split", split, "--out", str(out)])[0] == 0
-            apart[retriever, split] = RanxRun({q: dict(ranked(s)) for q, s in read_run_file(out / "run.trec").run.items()})
+            apart[retriever, split] = ranx_run({q: dict(ranked(s)) for q, s in read_run_file(out / "run.trec").run.items()})
     code, printed, _ = run_cli([*common, "--retriever", "hybrid", "--fusion", "wsum", "--fusion-norm", "zmuv",
                                 "--fusion-optimize-on", "dev", "--out", str(tmp_path / "hybrid")])
     assert code == 0
     results = json.loads((tmp_path / "hybrid" / "results.json").read_text())
 
     dev_qrels, test_qrels = (BeirDataset.open(root).qrels(split) for split in ("dev", "test"))
-    best = optimize_fusion(RanxQrels(dev_qrels), [apart["bm25", "dev"], apart["dense", "dev"]], norm="zmuv", method="wsum",
+    best = optimize_fusion(ranx_qrels(dev_qrels), [apart["bm25", "dev"], apart["dense", "dev"]], norm="zmuv", method="wsum",
                            metric="ndcg@10", step=0.1, show_progress=False)["weights"]
     chosen = results["retriever"]["fusion"]["optimisation"]
     assert list(chosen["weights"].values()) == [float(w) for w in best] and list(chosen["weights"]) == ["bm25", "dense"]
