@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import platformdirs
 
-from irforge.corpus.lexical.base import LexicalBackend
+if TYPE_CHECKING:   # an annotation only: `irforge service`'s flags read BACKENDS without numpy
+    from irforge.corpus.lexical.base import LexicalBackend
 
 BACKENDS = ("embedded", "elasticsearch")
 
