@@ -9,6 +9,7 @@ from pathlib import Path
 
 from irforge.cli.caller import add_caller_arguments, token_from
 from irforge.cli.options import add_config_file_option, add_config_options, config_from_args
+from irforge.common.extras import require_extra
 from irforge.config import PipelineConfig, with_options
 from irforge.orchestrator.limits import MAX_JOBS_LISTED, MAX_SHARDS
 from irforge.results.reading import read_json_object, read_results
@@ -87,6 +88,7 @@ def add_parsers(subparsers) -> None:
 
 
 def _client(args):
+    require_extra("platform", "grpc", f"irforge {args.command} (an orchestrator's client)")
     from irforge.orchestrator.client import OrchestratorClient
 
     return OrchestratorClient(args.server, token=token_from(args))

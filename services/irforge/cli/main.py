@@ -130,7 +130,7 @@ def _run(argv: list[str] | None) -> int:
         return args.handler(args)
     except ModuleNotFoundError as error:
         # The net under the boundaries that call require_extra: a library an extra brings is missing.
-        missing = missing_extra(error)
+        missing = missing_extra(error, f"irforge {args.command}")
         if missing is None:
             raise
         print(f"irforge {args.command}: error: {missing}", file=sys.stderr)

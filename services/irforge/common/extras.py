@@ -44,7 +44,7 @@ def require_extra(extra: str, module: str, purpose: str = "") -> ModuleType:
         raise MissingExtra(extra, module, purpose) from error
 
 
-def missing_extra(error: BaseException) -> MissingExtra | None:
+def missing_extra(error: BaseException, purpose: str = "") -> MissingExtra | None:
     """The MissingExtra an import error amounts to, when the module it could not find is one an
     extra brings (the CLI's net under the boundaries that call require_extra); else None."""
     if isinstance(error, MissingExtra):
@@ -53,7 +53,7 @@ def missing_extra(error: BaseException) -> MissingExtra | None:
         return None
     for module, extra in EXTRA_OF_MODULE.items():
         if _is_module_or_parent(error.name, module) or error.name.startswith(module + "."):
-            return MissingExtra(extra, module)
+            return MissingExtra(extra, module, purpose)
     return None
 
 
