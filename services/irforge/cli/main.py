@@ -46,6 +46,8 @@ def __getattr__(name: str):
     if name == "USER_ERRORS":
         return user_errors()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 # A full disk (or quota) is the user's environment, not their input and not a bug: exit status 74
 # (EX_IOERR, sysexits.h), told apart from 2 (bad input: retrying cannot help, so a shard worker's
 # Job fails at once) and 1 (a bug, with its traceback). Freeing space and running again can succeed.
