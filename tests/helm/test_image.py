@@ -43,7 +43,9 @@ def instructions() -> list[tuple[str, str]]:
 
 
 def pins() -> dict[str, str]:
-    dependencies = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    # The image installs irforge[all]: the core and every extra (torch is the dense extra's).
+    dependencies = project["dependencies"] + [line for extra in project["optional-dependencies"].values() for line in extra]
     found = {}
     for requirement in dependencies:
         match = re.match(r"^([A-Za-z0-9_.\-\[\]]+?)(\[.*\])?==([0-9.]+)$", requirement)
@@ -74,6 +76,8 @@ def test_dockerfile_downloads_only_from_package_registries_and_pins_torch_like_p
     args = dict(a.split("=", 1) for kind, a in steps if kind == "ARG" and "=" in a)
     assert args["TORCH_VERSION"] == pins()["torch"]
     assert args["TORCH_INDEX_URL"].startswith("https://download.pytorch.org/whl/")
+    installs = [command for kind, command in steps if kind == "RUN" and "pip install" in command and "--index-url" not in command]
+    assert installs and all("'.[all]'" in command for command in installs), "the image is the whole platform: irforge[all]"
     for kind, command in steps:
         if kind == "RUN":
             assert not re.search(r"\b(curl|wget)\s+(-\S+\s+)*https?://", command), f"a download outside a registry: {command}"
@@ -130,7 +134,8 @@ def test_compose_pins_its_servers_and_publishes_on_loopback_only():
     es_tag = services["elasticsearch"]["image"].rsplit(":", 1)[1]
     qdrant_tag = services["qdrant"]["image"].rsplit(":", 1)[1].lstrip("v")
     assert es_tag.split(".")[0] == re.search(r"elasticsearch>=(\d+)", " ".join(
-        tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"])).group(1), "server major = client major"
+        tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["elasticsearch"])).group(1), \
+        "server major = client major"
     assert qdrant_tag.split(".")[:2] == client["qdrant-client"].split(".")[:2], "server minor = qdrant-client minor"
     irforge = services["irforge"]
     assert irforge["build"] == {"context": "..", "dockerfile": "deploy/Dockerfile"}

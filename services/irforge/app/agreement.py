@@ -20,9 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from irforge.app.metrics import listed
 from irforge.compare.agreement import AgreementError, AgreementSettings, agreement as rank_agreement
-from irforge.compare.systems import load_results
 
 DEFAULT_MEASURE = "nDCG@10"
 
@@ -65,6 +63,9 @@ def agreement(runs: Iterable[str | Path] = (), *, qrels_a: str | Path | Iterable
     """`irforge agreement`: the systems' scores under A and B (from runs and two label sets, from
     results, or from a table), ranked and compared; returns the report (Kendall's tau, Spearman's
     rho, tau_AP with p-values, each system's scores and ranks)."""
+    # app.metrics and compare.systems here, not at the top: `irforge --help` reads DEFAULT_MEASURE.
+    from irforge.app.metrics import listed
+
     options = AgreementOptions(runs=tuple(runs), qrels_a=_paths(qrels_a), qrels_b=_paths(qrels_b),
                                a=listed(a) or (), b=listed(b) or (), table=Path(table) if table is not None else None, lower_is_better=lower_is_better,
                                measure=measure, keep_identical_ids=keep_identical_ids, permutations=permutations,
@@ -73,6 +74,8 @@ def agreement(runs: Iterable[str | Path] = (), *, qrels_a: str | Path | Iterable
 
 
 def _paths(value) -> tuple[Path, ...]:
+    from irforge.app.metrics import listed
+
     return tuple(map(Path, listed(value) or ()))
 
 
@@ -125,6 +128,8 @@ def _from_results(options: AgreementOptions) -> tuple[list[str], list[float], li
         raise AgreementError("--a and --b go together")
     if len(options.a) != len(options.b):
         raise AgreementError(f"--a has {len(options.a)} results and --b {len(options.b)}: the same systems, same order")
+    from irforge.compare.systems import load_results
+
     sides = {}
     for side, paths in (("A", options.a), ("B", options.b)):
         sides[side] = [load_results(path) for path in paths]

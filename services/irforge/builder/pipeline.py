@@ -370,6 +370,9 @@ def local_encoder(spec, use_ray: bool, stack: ExitStack, sparse: bool = False, m
     """(encoder, where it runs): a Ray Serve deployment on loopback, or the core in-process; a
     SparseEncoder (SPLADE) when `sparse`, keeping `max_active_dims` weights per vector."""
     if use_ray:
+        from irforge.common.extras import require_extra
+
+        require_extra("platform", "ray", "--ray (models on Ray Serve)")
         from irforge.models.serve import (DEFAULT_APP_NAME, EncoderDeploymentConfig, release_local_ray,
                                           start_encoder_app, start_local_ray)
         from irforge.models.serve_client import RayEncoder, RaySparseEncoder

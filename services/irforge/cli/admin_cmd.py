@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from irforge.cli.caller import add_caller_arguments, token_from
+from irforge.common.extras import require_extra
 
 
 def add_parsers(subparsers) -> None:
@@ -72,6 +73,7 @@ def _add_save(parser: argparse.ArgumentParser) -> None:
 
 
 def _client(args):
+    require_extra("platform", "grpc", f"irforge {args.command} (the accounts service's client)")
     from irforge.accounts.client import AccountsClient
 
     return AccountsClient(args.server, token=token_from(args))

@@ -9,12 +9,7 @@ import sys
 import traceback
 from pathlib import Path
 
-from irforge.app.bench import (DatasetFailed, check_airbench_suite, check_mteb_suite, run_bench, run_systems,
-                               system_configs, write_airbench_submission, write_mteb_results)
-from irforge.bench.airbench import SubmissionError, check_names
-from irforge.app.airbench import search_for_submission, unjudged_split
 from irforge.app.errors import UsageError
-from irforge.app.evaluate import EXIT_MOSTLY_EMPTY
 from irforge.bench.record import failures
 from irforge.bench.suite import Suite, SuiteError, load_suite, suite_from_datasets
 from irforge.bench.table import FORMATS, suite_table, systems_table
@@ -83,6 +78,9 @@ def bench_measures(args: argparse.Namespace, suite: Suite) -> list[str]:
 def _run_systems(args: argparse.Namespace, base: PipelineConfig, suite: Suite, measures: list[str], say) -> int:
     """A suite file's `systems:`: each into OUT/<name>/ as its own bench, then one table of systems
     by datasets. The command line's options are the base every system starts from."""
+    from irforge.app.bench import run_systems, system_configs
+    from irforge.app.evaluate import EXIT_MOSTLY_EMPTY
+
     if args.airbench_submission is not None or args.mteb_results is not None:
         raise SuiteError("--airbench-submission and --mteb-results write one system's files: with a suite file's "
                          "`systems:`, run bench --suite on one system for them")
@@ -99,6 +97,12 @@ def _run_systems(args: argparse.Namespace, base: PipelineConfig, suite: Suite, m
 
 
 def run_bench_command(args: argparse.Namespace) -> int:
+    # Here, not at the top: `irforge --help` imports every command's module (start-up time).
+    from irforge.app.airbench import search_for_submission, unjudged_split
+    from irforge.app.bench import (DatasetFailed, check_airbench_suite, check_mteb_suite, run_bench,
+                                   write_airbench_submission, write_mteb_results)
+    from irforge.app.evaluate import EXIT_MOSTLY_EMPTY
+    from irforge.bench.airbench import SubmissionError, check_names
     from irforge.cli.main import USER_ERRORS
 
     def say(line: str) -> None:

@@ -11,7 +11,6 @@ import argparse
 import sys
 from pathlib import Path
 
-from irforge.app.compare import CompareOptions, compare_with, render_any
 from irforge.compare import stats
 from irforge.compare.corrections import CORRECTIONS
 from irforge.compare.render import FORMATS
@@ -66,6 +65,8 @@ def add_parser(subparsers) -> None:
 
 
 def run_compare(args: argparse.Namespace) -> int:
+    from irforge.app.compare import CompareOptions, compare_with, render_any   # here: start-up time (irforge --help)
+
     options = CompareOptions(
         qrels=args.qrels, labels=tuple(args.label) if args.label else None, baseline=args.baseline,
         measures=tuple(args.measures) if args.measures else None, tests=tuple(args.tests) if args.tests else None,

@@ -8,8 +8,6 @@ import sys
 from pathlib import Path
 
 from irforge.app.errors import UsageError
-from irforge.app.evaluate import EXIT_MOSTLY_EMPTY, empty_run_report, evaluate
-from irforge.app.holes import EXIT_NOT_ALL_JUDGED
 from irforge.cli.options import add_config_file_option, add_config_options, config_from_args
 from irforge.common.output_set import OutputFolderError
 from irforge.common.redact import redact_text
@@ -40,6 +38,10 @@ def add_pipeline_arguments(parser: argparse.ArgumentParser, exclude: tuple[str, 
 
 
 def run_eval(args: argparse.Namespace) -> int:
+    # Here, not at the top: `irforge --help` imports every command's module (start-up time).
+    from irforge.app.evaluate import EXIT_MOSTLY_EMPTY, empty_run_report, evaluate
+    from irforge.app.holes import EXIT_NOT_ALL_JUDGED
+
     try:
         results = evaluate(config_from_args(args, PipelineConfig), args.out)
     except (UsageError, ConfigError, OutputFolderError) as error:

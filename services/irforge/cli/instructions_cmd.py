@@ -8,7 +8,6 @@ import argparse
 import sys
 
 from irforge.app.errors import UsageError
-from irforge.app.evaluate import evaluate_instructions
 from irforge.cli.eval_cmd import EVAL_ONLY_OPTIONS, add_pipeline_arguments
 from irforge.cli.options import config_from_args
 from irforge.common.output_set import OutputFolderError
@@ -30,6 +29,8 @@ def add_parser(subparsers) -> None:
 
 
 def run_eval_instructions(args: argparse.Namespace) -> int:
+    from irforge.app.evaluate import evaluate_instructions   # here: start-up time (irforge --help)
+
     try:
         results = evaluate_instructions(config_from_args(args, PipelineConfig), args.out)
     except (UsageError, ConfigError, OutputFolderError) as error:

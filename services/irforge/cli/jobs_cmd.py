@@ -9,7 +9,7 @@ from pathlib import Path
 
 from irforge.cli.caller import add_caller_arguments, token_from
 from irforge.cli.options import add_config_file_option, add_config_options, config_from_args
-from irforge.app.holes import EXIT_NOT_ALL_JUDGED
+from irforge.common.extras import require_extra
 from irforge.config import PipelineConfig, with_options
 from irforge.orchestrator.limits import MAX_JOBS_LISTED, MAX_SHARDS
 from irforge.results.reading import read_json_object, read_results
@@ -88,6 +88,7 @@ def add_parsers(subparsers) -> None:
 
 
 def _client(args):
+    require_extra("platform", "grpc", f"irforge {args.command} (an orchestrator's client)")
     from irforge.orchestrator.client import OrchestratorClient
 
     return OrchestratorClient(args.server, token=token_from(args))
@@ -191,6 +192,7 @@ def run_watch(args: argparse.Namespace) -> int:
     print(f"job {job.job_id} SUCCEEDED" + (" with warnings" if job.warnings else "")
           + (f"; mean over its {len(job.spec['datasets'])} datasets (irforge results for the table):" if job.spec.get("datasets") else ""))
     # The wire's map has no order: the spec's measure order first, as `irforge eval` prints them.
+    from irforge.app.holes import EXIT_NOT_ALL_JUDGED
     from irforge.orchestrator.spec import JobSpec
 
     measures = JobSpec.from_dict(job.spec).measures

@@ -13,7 +13,6 @@ import sys
 import textwrap
 from pathlib import Path
 
-from irforge.app.holes import EXIT_NOT_ALL_JUDGED
 from irforge.cli.options import add_config_options
 from irforge.config import HolesConfig, PipelineConfig
 from irforge.common.redact import redact_text
@@ -125,7 +124,7 @@ def judge_choice(args: argparse.Namespace):
 
 
 def run_holes(args: argparse.Namespace) -> int:
-    from irforge.app.holes import judge_holes
+    from irforge.app.holes import EXIT_NOT_ALL_JUDGED, judge_holes
     from irforge.judge.holes import not_all_judged
     from irforge.results.render import holes_lines
 
@@ -169,6 +168,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
 
 def run_audit(args: argparse.Namespace) -> int:
     from irforge.app.errors import UsageError
+    from irforge.app.holes import EXIT_NOT_ALL_JUDGED
     from irforge.app.judge_audit import REPORT, judge_audit
     from irforge.judge.audit import audit_lines
 

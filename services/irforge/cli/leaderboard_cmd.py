@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from irforge.cli.caller import add_caller_arguments as _add_server
+from irforge.common.extras import require_extra
 
 KINDS = ("run", "endpoint", "config")
 
@@ -29,6 +30,7 @@ def _fail(args, error: Exception) -> int:
 
 
 def _client(args):
+    require_extra("platform", "grpc", "irforge leaderboard (the leaderboard's client)")
     from irforge.cli.caller import token_from
     from irforge.leaderboard.client import LeaderboardClient
 

@@ -14,7 +14,6 @@ import sys
 from pathlib import Path
 
 from irforge.app.errors import UsageError
-from irforge.app.metrics import MetricsOptions, measure_with
 from irforge.evaluator.measures import AGGREGATE_ONLY, COUNT_MEASURES
 
 
@@ -55,6 +54,8 @@ def format_line(name: str, query_id: str, value: float | str) -> str:
 
 
 def run_metrics(args: argparse.Namespace) -> int:
+    from irforge.app.metrics import MetricsOptions, measure_with   # here: start-up time (irforge --help)
+
     measures = [*(args.measures or []), *(["official"] if args.trec_eval else [])]
     options = MetricsOptions(measures=tuple(measures) or None, complete=args.complete,
                              max_docs=args.max_docs, relevance_level=args.relevance_level,

@@ -236,7 +236,10 @@ def serve_lock_path(state_dir: Path | None) -> Path:
 
 
 def run_serve(args: argparse.Namespace) -> int:
+    from irforge.common.extras import require_extra
     from irforge.common.locks import ExclusiveLock, LockHeld
+
+    require_extra("platform", "grpc", "irforge serve (the platform's services)")
 
     lock = ExclusiveLock(serve_lock_path(args.state_dir))
     try:

@@ -11,14 +11,12 @@ from contextlib import ExitStack
 from pathlib import Path
 
 from irforge.cli.service_flags import add_observability_arguments, add_orchestrator_arguments, orchestrator_settings
-from irforge.common.observability import start_observability
 from irforge.cli.options import add_config_options, section_from_args
-from irforge.common.grpc_server import PortUnavailable, start_server
+from irforge.common.extras import require_extra
 from irforge.config import PipelineConfig
 from irforge.common.tls import SERVER_VARIABLES, ServerTls
 from irforge.corpus.lexical import BACKENDS
-from irforge.corpus.server import DEFAULT_INGEST_IDLE_TIMEOUT_S, DEFAULT_MAX_INGEST_STREAMS
-from irforge.orchestrator.store import StoreInUse
+from irforge.corpus.stream_limits import DEFAULT_INGEST_IDLE_TIMEOUT_S, DEFAULT_MAX_INGEST_STREAMS
 
 SERVICES = ("corpus", "evaluator", "models", "judge", "orchestrator", "all")
 # The platform's port convention (irforge serve, the Helm chart): one well-known port per role.
@@ -218,6 +216,11 @@ def corpus_vectors(args: argparse.Namespace):
 
 
 def run_service(args: argparse.Namespace) -> int:
+    require_extra("platform", "grpc", "irforge service")
+    from irforge.common.grpc_server import PortUnavailable, start_server   # grpc: the platform extra's
+    from irforge.common.observability import start_observability
+    from irforge.orchestrator.store import StoreInUse
+
     with ExitStack() as stack:
         stop = threading.Event()
         for signum in (signal.SIGINT, signal.SIGTERM):

@@ -9,7 +9,6 @@ import os
 import sys
 from pathlib import Path
 
-from irforge.common.progress import tqdm_progress
 from irforge.cli.options import add_config_options, section_from_args
 from irforge.config import PipelineConfig
 from irforge.data.errors import DataFormatError
@@ -115,6 +114,7 @@ def worker_encoder(args: argparse.Namespace, spec, max_active_dims: int | None =
 
 
 def run_worker(args: argparse.Namespace) -> int:
+    from irforge.common.progress import tqdm_progress
     from irforge.sharding.errors import ShardingError
     from irforge.sharding.plan import shard_for
     from irforge.sharding.worker import encode_shard, log
@@ -139,6 +139,7 @@ def run_worker(args: argparse.Namespace) -> int:
 
 
 def run_encode_shards(args: argparse.Namespace) -> int:
+    from irforge.common.progress import tqdm_progress
     from irforge.models.cache import default_cache_path
     from irforge.sharding import ShardingError, encode_corpus_in_shards, make_shard_runner
 

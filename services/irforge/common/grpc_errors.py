@@ -9,11 +9,13 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterable, Iterator
-
-import grpc
+from typing import TYPE_CHECKING
 
 from irforge.common.error_status import registered_type, status_name
 from irforge.common.redact import redact_text
+
+if TYPE_CHECKING:   # grpc is the platform extra's: imported where a status is made or read
+    import grpc
 
 
 class RemoteError(RuntimeError):
@@ -26,6 +28,8 @@ class ServiceUnavailable(ConnectionError):
 
 def status_for(error: Exception) -> grpc.StatusCode:
     """The status of the most specific registered type the error is an instance of; INTERNAL if none."""
+    import grpc
+
     name = status_name(error)
     return grpc.StatusCode[name] if name else grpc.StatusCode.INTERNAL
 
@@ -113,6 +117,8 @@ def raise_from_rpc(error: grpc.RpcError, address: str, sent: RequestStream | Non
     """Re-raise an RpcError as the irforge error the server raised (or, with `sent`, the error that
     stopped the client producing its requests). `channel` (common.tls.CHANNELS) names the service
     in the messages of failures that are the connection's, with its own TLS setting."""
+    import grpc
+
     if sent is not None and sent.failure is not None:
         raise sent.failure from None
     code, details = error.code(), error.details() or ""

@@ -26,10 +26,12 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-
-import grpc
+from typing import TYPE_CHECKING
 
 from irforge.common.allowed_roots import checked
+
+if TYPE_CHECKING:   # grpc is the platform extra's: imported where credentials are made
+    import grpc
 
 SERVER_VARIABLES = {"cert": "IRFORGE_TLS_CERT", "key": "IRFORGE_TLS_KEY", "client_ca": "IRFORGE_TLS_CLIENT_CA"}
 CLIENT_VARIABLES = {"ca": "IRFORGE_TLS_CA", "cert": "IRFORGE_TLS_CLIENT_CERT", "key": "IRFORGE_TLS_CLIENT_KEY"}
@@ -74,6 +76,8 @@ class ServerTls:
     client_ca: Path | None = None        # set: clients must present a certificate chaining to it (mTLS)
 
     def credentials(self) -> grpc.ServerCredentials:
+        import grpc
+
         pair = (read_pem(self.key, "TLS key"), read_pem(self.cert, "TLS certificate"))
         client_ca = read_pem(self.client_ca, "TLS client CA") if self.client_ca else None
         return grpc.ssl_server_credentials([pair], root_certificates=client_ca, require_client_auth=client_ca is not None)
@@ -102,6 +106,8 @@ class ClientTls:
     key: Path | None = None
 
     def credentials(self) -> grpc.ChannelCredentials:
+        import grpc
+
         return grpc.ssl_channel_credentials(
             root_certificates=read_pem(self.ca, "TLS CA bundle") if self.ca else None,
             private_key=read_pem(self.key, "TLS client key") if self.key else None,

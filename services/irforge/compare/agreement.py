@@ -14,8 +14,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-from scipy import stats
+from irforge.common.extras import lazy_module
+
+# numpy loads at first use: `irforge --help` reads this module's names (flags' choices, defaults).
+np = lazy_module("numpy")
 
 
 class AgreementError(ValueError):
@@ -42,6 +44,8 @@ def agreement(systems: list[str], reference: list[float], candidate: list[float]
     if not (np.isfinite(given_a).all() and np.isfinite(given_b).all()):
         raise AgreementError("a score is not a finite number")
     a, b = (-given_a, -given_b) if lower_is_better else (given_a, given_b)
+    from scipy import stats   # lazy: scipy.stats takes ~1 s to import, and the CLI's --help loaded it
+
     kendall = stats.kendalltau(a, b)
     spearman = stats.spearmanr(a, b)
     tau_ap = tau_ap_score(systems, a, b)

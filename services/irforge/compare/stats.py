@@ -15,8 +15,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import numpy as np
-from scipy import stats
+from irforge.common.extras import lazy_module
+
+# numpy loads at first use: `irforge --help` reads this module's names (flags' choices, defaults).
+np = lazy_module("numpy")
+
 
 TESTS = ("t", "wilcoxon", "randomization", "bootstrap")
 # Two per-query values closer than this are a tie: values of the same ranking computed twice can
@@ -66,6 +69,8 @@ def paired_t(diff: np.ndarray) -> dict:
     """Student's paired t-test, two-sided (scipy.stats.ttest_rel on the pairs is this test on the differences)."""
     if not diff.any() or len(diff) < 2:
         return {"statistic": 0.0, "p": 1.0}
+    from scipy import stats   # lazy here and below: scipy.stats takes ~1 s to import
+
     result = stats.ttest_1samp(diff, 0.0)
     return {"statistic": _finite(result.statistic), "p": _p(result.pvalue)}
 
@@ -77,6 +82,8 @@ def wilcoxon(diff: np.ndarray) -> dict:
     nonzero = int(np.count_nonzero(diff))
     if nonzero == 0:
         return {"statistic": 0.0, "p": 1.0, "method": "no nonzero difference"}
+    from scipy import stats
+
     result = stats.wilcoxon(diff, zero_method="wilcox", alternative="two-sided", method="auto")
     exact = nonzero <= 50 and len(np.unique(np.abs(diff[diff != 0]))) == nonzero
     return {"statistic": float(result.statistic), "p": _p(result.pvalue), "method": "exact" if exact else "normal approximation"}
@@ -89,6 +96,8 @@ def randomization(diff: np.ndarray, settings: TestSettings) -> dict:
     the permutations asked for, else `permutations` random patterns from `seed`, p = (hits + 1) / (permutations + 1)."""
     if not diff.any():
         return {"p": 1.0, "permutations": 0, "exact": True}
+    from scipy import stats
+
     result = stats.permutation_test(
         (diff,), _mean_last_axis, permutation_type="samples", vectorized=True, n_resamples=settings.permutations,
         alternative="two-sided", rng=np.random.default_rng(settings.seed), batch=_batch(len(diff)),
@@ -106,6 +115,8 @@ def bootstrap(diff: np.ndarray, settings: TestSettings) -> dict:
     observed = float(np.mean(diff)) if n else 0.0
     if n < 2 or not diff.any():
         return {"p": 1.0, "ci": [observed, observed], "samples": 0, "interval": "degenerate"}
+    from scipy import stats
+
     rng = np.random.default_rng(settings.seed)
     interval = stats.bootstrap((diff,), np.mean, n_resamples=settings.bootstrap_samples, confidence_level=settings.confidence,
                                method="BCa", rng=rng, batch=_batch(n)).confidence_interval

@@ -14,7 +14,6 @@ from pathlib import Path
 from irforge.common.files import not_a_regular_file
 from irforge.data import DataFormatError
 from irforge.data.qrels import qrels_fingerprint
-from irforge.evaluator import EvaluationOptions, Evaluator
 from irforge.evaluator.measures import DEFAULT_MEASURES
 from irforge.results.reading import check_results, read_json_object
 from irforge.runs import read_run_file
@@ -76,6 +75,8 @@ def load_run(path: str | Path, qrels, qrels_name: str, measures: list[str] | Non
         raise
     except OSError as error:
         raise ComparisonError(f"{path}: cannot be read ({error.strerror})") from None
+    from irforge.evaluator import EvaluationOptions, Evaluator   # here: `irforge --help` reads IDENTITY (numpy-free)
+
     options = EvaluationOptions(drop_identical_ids=not keep_identical_ids, complete=True)
     result = Evaluator().evaluate(qrels, trec.run, list(measures or DEFAULT_MEASURES), options)
     record = {

@@ -15,11 +15,8 @@ from irforge.corpus import protocol
 from irforge.corpus.core import CorpusService
 from irforge.corpus.errors import IngestAborted, IngestStreamsExhausted
 from irforge.common.idle import IdleWatchdog, watched
+from irforge.corpus.stream_limits import DEFAULT_INGEST_IDLE_TIMEOUT_S, DEFAULT_MAX_INGEST_STREAMS
 from irforge.v1 import corpus_pb2, corpus_pb2_grpc
-
-
-DEFAULT_MAX_INGEST_STREAMS = 4        # concurrent Ingest streams; more are refused, never queued
-DEFAULT_INGEST_IDLE_TIMEOUT_S = 300.0  # an Ingest stream silent this long is cancelled
 
 
 class CorpusServicer(corpus_pb2_grpc.CorpusServicer):

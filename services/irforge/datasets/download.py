@@ -22,9 +22,8 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
-import httpx
 from tqdm import tqdm
 
 from irforge import __version__
@@ -37,6 +36,9 @@ from irforge.datasets.extract import extract_zip
 from irforge.datasets.limits import Caps, Limits, human
 from irforge.datasets.store import (MARKER, copies_inside, copy_around, copy_state, default_datasets_dir, lock_path,
                                     part_path)
+
+if TYPE_CHECKING:   # httpx is imported where a download starts: `irforge --help` loads this module's names
+    import httpx
 
 MIRROR_VARIABLE = "IRFORGE_DATASETS_MIRROR"
 RETRYABLE_STATUS = {408, 429, 500, 502, 503, 504}
@@ -171,6 +173,8 @@ def _check_url(what: str, url: str) -> None:
 
 
 def _client(options: DownloadOptions) -> httpx.Client:
+    import httpx
+
     if options.proxy and not options.proxy.startswith(("http://", "https://", "socks5://", "socks5h://")):
         raise DatasetError(f"--proxy {options.proxy}: expected a URL such as http://proxy.example:3128")
     try:
@@ -183,6 +187,8 @@ def _client(options: DownloadOptions) -> httpx.Client:
 
 def _fetch(client: httpx.Client, entry: Entry, part: Path, options: DownloadOptions, caps: Caps, say) -> None:
     """Stream entry.url into `part`, resuming what is there; retried on connection failures."""
+    import httpx
+
     tries = options.retries + 1
     for attempt in range(1, tries + 1):
         try:

@@ -13,9 +13,11 @@ import difflib
 import re
 from dataclasses import dataclass
 
-import pytrec_eval
-
 from irforge.common.error_status import register_status
+from irforge.common.extras import lazy_module
+
+# Loaded at first use: every command's flags read DEFAULT_MEASURES, and pytrec_eval imports numpy.
+pytrec_eval = lazy_module("pytrec_eval")
 
 DEFAULT_MEASURES = ("nDCG@10", "R@100", "AP@100", "RR@10", "P@10", "Judged@10")
 

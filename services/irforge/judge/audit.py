@@ -33,12 +33,15 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from irforge.judge.base import DEFAULT_RELEVANT_FROM, JudgePair
-from irforge.judge.calibration import LabelledPair, labelled_strata, sampled_pairs, stratified_sample
 from irforge.judge.errors import JudgeError
 from irforge.judge.flagged import screen_holes
 from irforge.judge.manipulations import MANIPULATIONS, Manipulation
+
+if TYPE_CHECKING:   # calibration imports numpy: `irforge judge-audit`'s flags read this module's defaults
+    from irforge.judge.calibration import LabelledPair
 
 AUDIT_MARK = "~audit:"       # injected copies are judged as DOCID~audit:NAME
 WILSON_Z = 1.959963984540054  # two-sided 95%
@@ -155,6 +158,7 @@ def draw_sample(dataset, settings: AuditSettings, negatives_run) -> AuditSample:
     depth)`: BM25's run, whose unlabelled documents join level 0. Raises AuditError (or the data
     errors) before any judge is opened."""
     from irforge.data.types import Query
+    from irforge.judge.calibration import labelled_strata, sampled_pairs, stratified_sample
 
     qrels = dataset.qrels(settings.split)
     queries = {q.query_id: q.text for q in dataset.queries() if q.query_id in qrels}

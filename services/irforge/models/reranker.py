@@ -73,7 +73,9 @@ def _head_trained(source: str) -> bool | None:
 
 class CrossEncoderReranker:
     def __init__(self, spec: RerankerSpec):
-        from sentence_transformers import CrossEncoder
+        from irforge.common.extras import require_extra
+
+        CrossEncoder = require_extra("dense", "sentence_transformers", "a local cross-encoder reranker").CrossEncoder
 
         self.spec = spec
         source, self.name, self.revision = resolve_model(spec)  # duck-typed: uses model/revision only

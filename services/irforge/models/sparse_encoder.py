@@ -34,7 +34,9 @@ class SparseEncoderCore:
         self.dimension = int(self._encode(["a"], TextRole.QUERY).shape[1])
 
     def _load(self, source: str):
-        from sentence_transformers import SparseEncoder
+        from irforge.common.extras import require_extra
+
+        SparseEncoder = require_extra("sparse", "sentence_transformers", "a local sparse model (SPLADE)").SparseEncoder
 
         spec = self.spec
         try:

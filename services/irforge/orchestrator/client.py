@@ -15,6 +15,8 @@ from irforge.common.output_set import EVAL_SET, OutputFolderError, OutputSet
 from irforge.accounts import errors as _account_errors  # noqa: F401 - registers Unauthenticated, Forbidden
 from irforge.corpus import errors as _corpus_errors  # noqa: F401 - registers the corpus errors a job's steps raise
 from irforge.corpus.vectors import base as _vector_errors  # noqa: F401 - registers DimensionMismatch likewise
+from irforge.data import errors as _data_errors  # noqa: F401 - registers DataFormatError likewise
+from irforge.evaluator import core as _evaluator_errors  # noqa: F401 - registers EvaluationError likewise
 from irforge.models import errors as _model_errors  # noqa: F401 - registers ModelNotFound... to rebuild it
 from irforge.orchestrator import protocol
 from irforge.orchestrator import errors as _errors  # noqa: F401 - registers the types the server raises, to rebuild them

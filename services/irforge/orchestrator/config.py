@@ -8,11 +8,12 @@ import os
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import platformdirs
 
-from irforge.orchestrator.context import ServiceAddresses
-from irforge.orchestrator.core import Orchestrator
+if TYPE_CHECKING:
+    from irforge.orchestrator.core import Orchestrator
 
 ROLES = ("corpus", "evaluator", "encoder", "judge")
 
@@ -39,6 +40,10 @@ class OrchestratorSettings:
 
 
 def start_orchestrator(settings: OrchestratorSettings, stack: ExitStack) -> Orchestrator:
+    # Here, not at the top: `irforge service`'s flags (ROLES) are read by every `irforge --help`.
+    from irforge.orchestrator.context import ServiceAddresses
+    from irforge.orchestrator.core import Orchestrator
+
     services = ServiceAddresses(
         **{role: settings.servers.get(role) or os.environ.get(f"IRFORGE_{role.upper()}_SERVER") or None
            for role in ROLES},

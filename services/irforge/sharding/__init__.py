@@ -26,6 +26,9 @@ def make_shard_runner(kind: str, **options) -> ShardRunner:
 
         return _construct(LocalShardRunner, kind, options)
     if kind == "kubernetes":
+        from irforge.common.extras import require_extra
+
+        require_extra("kubernetes", "kubernetes", "the kubernetes shard runner")
         from irforge.sharding.runners.kubernetes import KubernetesShardRunner
         from irforge.sharding.runners.kubernetes_job import KubernetesRunnerConfig
 

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import platformdirs
 
-from irforge.corpus.lexical.base import LexicalBackend
+if TYPE_CHECKING:   # an annotation only: `irforge service`'s flags read BACKENDS without numpy
+    from irforge.corpus.lexical.base import LexicalBackend
 
 BACKENDS = ("embedded", "elasticsearch")
 
@@ -24,6 +26,9 @@ def make_backend(kind: str, *, index_dir: str | Path | None = None, elasticsearc
 
         return EmbeddedBackend(index_dir or default_index_dir())
     if kind == "elasticsearch":
+        from irforge.common.extras import require_extra
+
+        require_extra("elasticsearch", "elasticsearch", "--backend elasticsearch")
         from irforge.corpus.lexical.elasticsearch import ElasticsearchBackend
 
         return ElasticsearchBackend(elasticsearch_url_from_env(elasticsearch_url), **elasticsearch_auth_from_env())

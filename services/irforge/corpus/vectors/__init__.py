@@ -17,6 +17,7 @@ import numpy as np
 import platformdirs
 
 from irforge.corpus.lexical.base import CorpusState
+from irforge.common.extras import require_extra
 from irforge.corpus.errors import CorpusConflict
 from irforge.corpus.vectors.base import (
     DISTANCES, SPARSE_KIND, DimensionMismatch, HnswSettings, SparseVector, VectorBackend,
@@ -37,10 +38,12 @@ def make_vector_backend(kind: str, *, vector_dir: str | Path | None = None, qdra
     """Build a backend by name. Imports are lazy: the embedded default never loads qdrant-client.
     `exact_precision` is the embedded backend's (its exact search scores a flat file of that precision)."""
     if kind == "embedded":
+        require_extra("dense", "qdrant_edge", "the embedded vector store (Qdrant Edge)")
         from irforge.corpus.vectors.edge import EdgeVectorBackend
 
         return EdgeVectorBackend(vector_dir or default_vector_dir(), exact_precision=exact_precision)
     if kind == "qdrant":
+        require_extra("qdrant", "qdrant_client", "--vector-backend qdrant")
         from irforge.corpus.vectors.qdrant import QdrantServerBackend
 
         url = qdrant_url or os.environ.get("IRFORGE_QDRANT_URL")
@@ -50,6 +53,7 @@ def make_vector_backend(kind: str, *, vector_dir: str | Path | None = None, qdra
         api_key_env = "IRFORGE_QDRANT_API_KEY" if os.environ.get("IRFORGE_QDRANT_API_KEY") else None
         return QdrantServerBackend(url, api_key_env=api_key_env)
     if kind == "elasticsearch":
+        require_extra("elasticsearch", "elasticsearch", "--vector-backend elasticsearch")
         from irforge.corpus.lexical import elasticsearch_auth_from_env, elasticsearch_url_from_env
         from irforge.corpus.vectors.elasticsearch import ElasticsearchSparseBackend
 
