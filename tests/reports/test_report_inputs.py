@@ -58,7 +58,7 @@ def test_an_existing_report_is_replaced_whole(report_inputs, tmp_path, capsys):
     assert main(["report", str(report_inputs.bm25_a), "--out", str(out)]) == 0
     assert out.read_text().startswith("<!DOCTYPE html>") and out.read_text().rstrip().endswith("</html>")
     assert [p.name for p in tmp_path.iterdir()] == ["r.html"]   # no temporary left beside it
-    assert f"wrote {out}: 1 input, 1 system, 0 plots" in capsys.readouterr().out
+    assert f"wrote {out}: 1 input, 1 evaluated run (system × dataset), 0 plots" in capsys.readouterr().out
 
 
 def test_what_each_kind_of_input_yields(report_inputs):
@@ -68,7 +68,8 @@ def test_what_each_kind_of_input_yields(report_inputs):
     assert [s.label for s in items[0].systems + items[1].systems] == ["bm25-a", "bm25-b"]
     assert [s.letter for s in items[2].systems] == ["a", "b"]
     # The suite's failed dataset has no results file: a note, not an error.
-    assert [s.label for s in items[3].systems] == ["scifact-subset", "scifact-tiny"]
+    # A suite is one system (its name) on each dataset, not a system per dataset.
+    assert [s.label for s in items[3].systems] == ["scifact-slices · scifact-subset", "scifact-slices · scifact-tiny"]
     assert len(items[3].notes) == 1 and "nfcorpus-missing" in items[3].notes[0]
     assert items[1].systems[0].record["holes"]["depth"] == 3 and "per_query" not in items[1].systems[0].record
     assert items[0].systems[0].record["data"]["qrels_sha256"] == items[1].systems[0].record["data"]["qrels_sha256"]

@@ -8,7 +8,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from irforge.reports.inputs import ReportInputError, load_inputs
+from irforge.reports.inputs import ReportInputError, distinct_systems, load_inputs
 from irforge.reports.page import build_report, write_report
 from irforge.results import ResultsFileError
 from irforge.results.mteb import read_mteb_results
@@ -60,7 +60,8 @@ def run_report(args: argparse.Namespace) -> int:
                          + [part for path in args.mteb or () for part in ("--mteb", str(path))])
     document = build_report(inputs, args.title, command, published=published)
     write_report(args.out, document)
-    systems = sum(len(item.systems) for item in inputs)
-    print(f"wrote {args.out}: {plural(len(inputs), 'input')}, {plural(systems, 'system')}, "
+    # A system on a dataset, counted once however many inputs hold it (a run given directly and inside a comparison).
+    runs = len(distinct_systems(inputs))
+    print(f"wrote {args.out}: {plural(len(inputs), 'input')}, {plural(runs, 'evaluated run')} (system × dataset), "
           f"{plural(document.count('<svg '), 'plot')}, {len(document.encode('utf-8')) // 1024} KiB")
     return 0

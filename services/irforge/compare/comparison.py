@@ -140,6 +140,9 @@ def _describe(system: System, letter: str, values, measures) -> dict:
         "metrics_reported": reported,
         "queries": len(system.per_query),
         "timings": record.get("timings", {}), "versions": record.get("versions", {}),
+        # The scalar counts (ingest_skipped among them: a report must not show a reused index's
+        # opening time as its build time); the lists of examples stay in results.json.
+        "counts": {k: v for k, v in record.get("counts", {}).items() if not isinstance(v, (list, dict))},
         "holes": record.get("holes"),
         "judged": {name: value for name, value in reported.items() if name.startswith("Judged@")},
     }

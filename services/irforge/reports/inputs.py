@@ -161,8 +161,10 @@ def comparison_systems(record: dict, path: Path) -> list[System]:
 
 
 def suite_systems(path: Path, suite: dict) -> tuple[list[System], list[str]]:
-    """The per-dataset results.json a suite names (they lie beside suite.json): one System each."""
+    """The per-dataset results.json a suite names (they lie beside suite.json): one System each,
+    named as the system on that dataset (a suite is one system; its rows are datasets, not systems)."""
     systems, notes = [], []
+    system_name = str(suite.get("name") or path.parent.name)
     for entry in suite["datasets"]:
         label = str(entry.get("label") or entry.get("dataset"))
         name = entry.get("results")
@@ -179,8 +181,29 @@ def suite_systems(path: Path, suite: dict) -> tuple[list[System], list[str]]:
         except (ReportInputError, ResultsFileError) as error:
             notes.append(str(error))
             continue
-        systems.append(System(label, str(results_path), without_per_query(record)))
+        systems.append(System(f"{system_name} · {label}", str(results_path), without_per_query(record)))
     return systems, notes
+
+
+def identity(system: System) -> str:
+    """What makes two Systems one evaluated run, whichever input they came through (a results.json
+    given directly and the same file inside a comparison, a bench folder and the suite comparison
+    made from it): the data, the retriever, the figures results.json reported and its timings."""
+    record = system.record
+    return json.dumps([record.get(key) for key in ("dataset", "split", "retriever", "data", "timings")]
+                      + [system.reported], sort_keys=True, default=str)
+
+
+def distinct_systems(inputs: list[ReportInput]) -> list[tuple[list[int], System]]:
+    """Each evaluated run once, in the order first met, with the numbers (1-based) of every input
+    that holds it."""
+    found: dict[str, tuple[list[int], System]] = {}
+    for n, item in enumerate(inputs, start=1):
+        for system in item.systems:
+            numbers, _ = found.setdefault(identity(system), ([], system))
+            if n not in numbers:
+                numbers.append(n)
+    return list(found.values())
 
 
 def load_inputs(given: list[str]) -> list[ReportInput]:

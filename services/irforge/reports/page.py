@@ -23,13 +23,14 @@ from irforge.reports.sections import comparison_section, results_section, suite_
 STYLE = """
 :root{color-scheme:light;--ink:#1a1a1a;--muted:#595959;--line:#d0d7de;--head:#eef1f4;--better:#2166ac;--worse:#b35900}
 body{font:15px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:var(--ink);margin:0;background:#fff}
-header,nav,main,footer{max-width:1240px;margin:0 auto;padding:0 24px}
+header,nav,main,footer{max-width:1400px;margin:0 auto;padding:0 24px}
+p,.legend{max-width:75em}
 h1{font-size:1.7rem;margin:24px 0 4px}
 h2{border-bottom:2px solid var(--line);padding-bottom:4px;margin:40px 0 8px}
 h3{margin:24px 0 6px;font-size:1.05rem}
 .meta,.note{color:var(--muted)}.note{font-style:italic}
 nav ol{display:flex;flex-wrap:wrap;gap:4px 20px;padding:0;margin:12px 0;list-style:none}
-.scroll{overflow-x:auto;margin:6px 0 14px}
+.scroll{overflow-x:auto;max-width:100%;margin:6px 0 14px}
 table.data{border-collapse:collapse;font-size:13px}
 caption{caption-side:top;text-align:left;color:var(--muted);padding:2px 0 4px}
 th,td{border:1px solid var(--line);padding:4px 8px;text-align:left;vertical-align:top}
@@ -41,7 +42,7 @@ tfoot th,tfoot td{font-weight:600;border-top:2px solid var(--ink);background:#f3
 sup{color:var(--better);font-weight:700;margin-left:2px}
 .letter{color:var(--muted);font-family:ui-monospace,monospace}
 td.best strong,td.significant strong,.sig{color:var(--better)}
-.legend{max-width:70em;font-size:14px}
+.legend{font-size:14px}
 code{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12px}
 code.hash{word-break:break-all}
 .status-ok{color:#1a7f37;font-weight:600}.status-bad,.differs{color:var(--worse);font-weight:600}
@@ -53,7 +54,8 @@ summary{cursor:pointer;padding:2px 0}
 pre{max-height:420px;overflow:auto;background:#f6f8fa;padding:8px;margin:6px 0}
 th.sort{cursor:pointer}th[aria-sort=ascending]::after{content:" \\25B2"}th[aria-sort=descending]::after{content:" \\25BC"}
 footer{color:var(--muted);margin-top:40px;padding-bottom:32px}
-@media print{nav{display:none}details{border:0}.charts{display:block}figure.chart{break-inside:avoid;margin-bottom:8px}}
+@media print{nav{display:none}details{border:0}.charts{display:block}figure.chart{break-inside:avoid;margin-bottom:8px}
+.scroll{overflow:visible}td.num,tbody th{white-space:normal}}
 """
 
 # First thing in <body>: every uncaught error lands in data-script-errors, which a headless
@@ -97,6 +99,16 @@ def default_title(inputs: list[ReportInput]) -> str:
     return f"irforge report: {', '.join(kinds)}" + (f" on {', '.join(datasets)}" if datasets else "")
 
 
+def systems_and_datasets(item: ReportInput) -> tuple[int, int]:
+    """How many systems and datasets an input holds: a suite is one system on its datasets (its rows
+    are datasets), a suite comparison its systems on the datasets they share."""
+    if item.kind == "suite":
+        return 1, len(item.record["datasets"])
+    if item.kind == "suite-comparison":
+        return len(item.record["systems"]), len(item.record["datasets"])
+    return len(item.systems), len({str(s.get("dataset")) for s in item.systems if s.get("dataset")})
+
+
 def build_report(inputs: list[ReportInput], title: str | None = None, command: str | None = None,
                  created_at: str | None = None, published: list | None = None) -> str:
     """The whole page as a string (every input string escaped)."""
@@ -123,14 +135,15 @@ def build_report(inputs: list[ReportInput], title: str | None = None, command: s
             "command": command or "(built from Python)", "inputs": [item.given for item in inputs]}
     sections.append(("reproducibility", "Reproducibility", reproducibility_section("reproducibility", inputs, made)))
 
-    input_rows = [[n, item.given, item.kind, len(item.systems), item.record.get("created_at"),
+    input_rows = [[n, item.given, item.kind, *systems_and_datasets(item), item.record.get("created_at"),
                    tag("code", item.sha256[:16] + "…", title=item.sha256)] for n, item in enumerate(inputs, start=1)]
     header = tag("header", join([
         tag("h1", title),
         tag("p", f"Made by irforge {__version__} on {created_at} from {len(inputs)} input{'s' if len(inputs) != 1 else ''}. "
                  "Self-contained: nothing is loaded from elsewhere; tables sort on a header click where scripts run.",
             class_="meta"),
-        table("inputs", ["#", "input", "kind", "systems", "created", "sha256"], input_rows, "Inputs", header_first=False),
+        table("inputs", ["#", "input", "kind", "systems", "datasets", "created", "sha256"], input_rows, "Inputs",
+              header_first=False),
     ]))
     nav = tag("nav", tag("ol", join(tag("li", tag("a", name, href=f"#{anchor}")) for anchor, name, _ in sections)),
               aria_label="sections")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from irforge.reports.inputs import ReportInput, System
+from irforge.reports.inputs import ReportInput, System, distinct_systems
 from irforge.reports.markup import MISSING, Cell, Markup, esc, join, json_details, key_value_table, table, tag
 from irforge.reports.sections import paragraph, section, union
 from irforge.results import describe_retriever
@@ -14,7 +14,8 @@ DATA_KEYS = ("path", "corpus_fingerprint_sha256", "qrels_sha256", "queries_in_sp
 
 
 def reproducibility_section(anchor: str, inputs: list[ReportInput], made: dict) -> Markup:
-    systems = [(n, s) for n, item in enumerate(inputs, start=1) for s in item.systems]
+    # Each evaluated run once, however many inputs hold it (the input column lists them all).
+    systems = [(", ".join(map(str, numbers)), s) for numbers, s in distinct_systems(inputs)]
     input_rows = [[n, item.given, item.kind, Cell(tag("code", str(item.path))), Cell(tag("code", item.sha256, class_="hash"))]
                   for n, item in enumerate(inputs, start=1)]
     parts = [tag("h3", "This report"), key_value_table("report-made", made),
@@ -53,7 +54,7 @@ def input_settings(item: ReportInput, n: int) -> list[Markup]:
     return []
 
 
-def configuration_table(systems: list[tuple[int, System]]) -> Markup:
+def configuration_table(systems: list[tuple[str, System]]) -> Markup:
     rows = []
     for n, s in systems:
         evaluation = s.get("evaluation", {})
@@ -63,15 +64,15 @@ def configuration_table(systems: list[tuple[int, System]]) -> Markup:
                      " ".join(evaluation.get("measures", [])) or MISSING,
                      ", ".join(f"{k}={v}" for k, v in options.items()) or MISSING,
                      evaluation.get("identical_ids", MISSING), s.get("mode", MISSING), s.get("created_at", MISSING)])
-    return table("configuration", ["system", "input", "dataset", "split", "retriever", "top k", "measures",
+    return table("configuration", ["system", "inputs", "dataset", "split", "retriever", "top k", "measures",
                                    "evaluation options", "identical ids", "mode", "created"], rows,
                  "Per system (the full retriever description is in its record below)")
 
 
-def data_table(systems: list[tuple[int, System]]) -> Markup:
+def data_table(systems: list[tuple[str, System]]) -> Markup:
     rows = [[s.label, n, *[Cell(tag("code", str(s.get("data", {})[k]), class_="hash" if k.endswith("sha256") else None))
                            if k in s.get("data", {}) else MISSING for k in DATA_KEYS]] for n, s in systems]
-    return table("data-fingerprints", ["system", "input", *DATA_KEYS], rows,
+    return table("data-fingerprints", ["system", "inputs", *DATA_KEYS], rows,
                  "The data each system was evaluated on: corpus and qrels fingerprints (SHA-256)", sortable=False)
 
 
@@ -96,11 +97,11 @@ def versions_table(systems: list[System]) -> Markup:
     return table("versions", ["package", *headers], rows, caption, sortable=False)
 
 
-def system_details(s: System, n: int) -> Markup:
+def system_details(s: System, n: str) -> Markup:
     configuration = {"retriever": s.get("retriever", {}), "evaluation": s.get("evaluation", {}), "data": s.get("data", {})}
     holes = s.record.get("holes")
     if holes:
         configuration["holes"] = {key: holes.get(key) for key in ("depth", "relevant_from", "judge", "label_mapping")}
-    summary = join([tag("strong", s.label), f" (input {n}) — {s.source}"])
+    summary = join([tag("strong", s.label), f" (input{'s' if ',' in n else ''} {n}) — {s.source}"])
     body = key_value_table("system-configuration", configuration) + json_details("full record (JSON)", s.record)
     return tag("details", tag("summary", summary) + body, class_="system")

@@ -75,13 +75,39 @@ def _before_after(before: dict, after: dict, measure: str | None, named: bool = 
 def timings_table(name: str, systems: list[System]) -> Markup:
     keys = union(s.get("timings", {}) for s in systems)
     modes = any(s.get("mode") for s in systems)   # a comparison's systems do not carry it
-    rows = [[s.label, *([s.get("mode", MISSING)] if modes else []), *[_seconds_cell(s.get("timings", {}).get(k)) for k in keys]]
+    rows = [[s.label, *([s.get("mode", MISSING)] if modes else []),
+             *[_seconds_cell(s.get("timings", {}).get(k), s.record if k == INDEX_TIMING else None) for k in keys]]
             for s in systems]
-    return table(name, ["system", *(["mode"] if modes else []), *keys], rows, "Timings (seconds of wall time)")
+    caption = "Timings (seconds of wall time)"
+    if INDEX_TIMING in keys:
+        caption += f"; {INDEX_TIMING}: building the index, or opening one built before (reused), none for a run file"
+    return table(name, ["system", *(["mode"] if modes else []), *keys], rows, caption)
 
 
-def _seconds_cell(value) -> Cell:
-    return Cell(esc(seconds(value)), value, True) if is_number(value) else Cell(esc(MISSING))
+INDEX_TIMING = "index_s"
+
+
+def index_state(record: dict | None) -> str | None:
+    """Why a results record's index_s is not an index build: 'reused' (ingest skipped: the time is the
+    reuse check and loading) or 'run file' (a given run: nothing was indexed)."""
+    if not record:
+        return None
+    if (record.get("retriever") or {}).get("name") == "given":
+        return "run file"
+    if (record.get("counts") or {}).get("ingest_skipped"):
+        return "reused"
+    return None
+
+
+def _seconds_cell(value, record: dict | None = None) -> Cell:
+    state = index_state(record)
+    if state == "run file":
+        return Cell(esc("no index (run file)"))
+    if not is_number(value):
+        return Cell(esc(MISSING))
+    if state == "reused":
+        return Cell(esc(f"reused index, opened in {seconds(value)}"), value, True)
+    return Cell(esc(seconds(value)), value, True)
 
 
 def counts_table(name: str, systems: list[System]) -> Markup:
@@ -106,10 +132,9 @@ def comparison_section(anchor: str, item: ReportInput) -> Markup:
     settings = comparison.get("settings", {})
     systems = {s.label: s for s in item.systems}
     queries = comparison.get("queries", {})
-    datasets = sorted({str(s.get("dataset")) for s in item.systems})
     left_out = {label: ids for label, ids in queries.get("left_out", {}).items() if ids}
     summary = paragraph(
-        f"{len(item.systems)} systems on {', '.join(datasets)} ({', '.join(sorted({str(s.get('split')) for s in item.systems}))}), "
+        f"{len(item.systems)} systems {compared_on(item.systems)}, "
         f"{queries.get('compared', MISSING)} queries compared; pairs: {comparison.get('pairs', MISSING)}"
         + (f", baseline {comparison['baseline']}" if comparison.get("baseline") else "") + ". "
         + ("Left out (not in every system): " + "; ".join(f"{k}: {len(v)}" for k, v in left_out.items()) if left_out
@@ -122,6 +147,16 @@ def comparison_section(anchor: str, item: ReportInput) -> Markup:
         tag("h3", "Judged@k and holes"), judged_holes_table("comparison-judged", item.systems),
         tag("h3", "Timings"), timings_table("comparison-timings", item.systems),
     )
+
+
+def compared_on(systems: list[System]) -> str:
+    """"on scifact (test)"; run files compared against a qrels file record no dataset or split."""
+    datasets = sorted({str(s.get("dataset")) for s in systems if s.get("dataset")})
+    splits = sorted({str(s.get("split")) for s in systems if s.get("split")})
+    if datasets:
+        return f"on {', '.join(datasets)}" + (f" ({', '.join(splits)})" if splits else "")
+    qrels = sorted({str(s.get("data", {}).get("qrels")) for s in systems if s.get("data", {}).get("qrels")})
+    return ("(run files) judged by " + ", ".join(qrels) if qrels else "(run files)") + ", no dataset recorded"
 
 
 def systems_measures_table(comparison: dict, systems: dict[str, System]) -> Markup:
@@ -181,8 +216,11 @@ def pairs_table(comparison: dict) -> Markup:
             result = c.get("tests", {}).get(test, {})
             corrected = result.get("p_corrected")
             significant = bool(result.get("significant"))
-            shown = join([f"{p_value(result.get('p'))} (", tag("strong", p_value(corrected)) if significant else p_value(corrected),
-                          ")", tag("span", "*", class_="sig", title="significant after correction") if significant else ""])
+            # p, then the corrected p on a line of its own: four tests' columns stay narrow enough
+            # for the table to fit a 1,400 px window beside the others (never cut at its edge).
+            shown = join([p_value(result.get('p')), Markup("<br>"), "(", tag("strong", p_value(corrected)) if significant
+                          else p_value(corrected), ")",
+                          tag("span", "*", class_="sig", title="significant after correction") if significant else ""])
             row.append(Cell(shown, corrected, True, "significant" if significant else None))
         rows.append(row)
     return table("comparison-pairs", headers, rows,
@@ -257,8 +295,11 @@ def suite_section(anchor: str, item: ReportInput) -> Markup:
     datasets_table = table("suite-datasets", ["dataset", "name", "status", "queries", *measures], rows,
                            f"{suite.get('name', 'suite')} · split {suite.get('split', MISSING)}", foot=foot)
     timing_keys = union(e.get("timings") or {} for e in entries)
-    timing_rows = [[e.get("label"), e.get("status"), e.get("error") or "", *[_seconds_cell((e.get("timings") or {}).get(k))
-                                                                              for k in timing_keys]] for e in entries]
+    records = {s.source: s.record for s in item.systems}
+    timing_rows = [[e.get("label"), e.get("status"), e.get("error") or "",
+                    *[_seconds_cell((e.get("timings") or {}).get(k),
+                                    records.get(str(item.path.parent / str(e.get("results")))) if k == INDEX_TIMING else None)
+                      for k in timing_keys]] for e in entries]
     main = measures[0] if measures else None
     chart = bar_chart([(str(e.get("label")), (e.get("metrics") or {}).get(main), str(e.get("status", "no value")))
                        for e in entries], main or "", f"{main} per dataset", mean.get(main)) if main else ""
