@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 from irforge.reports.inputs import ReportInputError, distinct_systems, load_inputs
-from irforge.reports.page import build_report, write_report
 from irforge.results import ResultsFileError
 from irforge.results.mteb import read_mteb_results
 
@@ -48,6 +47,8 @@ def plural(count: int, noun: str) -> str:
 
 
 def run_report(args: argparse.Namespace) -> int:
+    from irforge.reports.page import build_report, write_report   # here: `irforge --help` need not load the page's markup
+
     try:
         check_out(args.out)
         inputs = load_inputs(args.inputs)   # every input read and checked before anything is written
