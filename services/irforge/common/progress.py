@@ -37,6 +37,19 @@ def tqdm_progress(description: str, total: int | None, unit: str) -> Progress:
                 unit_scale=unit == "B", unit_divisor=1024)
 
 
+def quiet_library_bars() -> None:
+    """Off a terminal, turn off the model libraries' own bars (transformers' "Loading weights"),
+    which would be redrawn into a log as one long line of carriage returns; on a terminal they stay.
+    Called where a model is loaded."""
+    if sys.stderr.isatty():
+        return
+    try:
+        from transformers.utils import logging as transformers_logging
+    except ImportError:   # an install without the model libraries loads no model either
+        return
+    transformers_logging.disable_progress_bar()
+
+
 def line_interval_s() -> float:
     """Seconds between two progress lines: IRFORGE_PROGRESS_EVERY, or 10."""
     value = os.environ.get(EVERY_VARIABLE, "").strip()

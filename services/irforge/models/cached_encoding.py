@@ -30,7 +30,8 @@ from irforge.models.cache import EmbeddingCache, text_hash
 from irforge.models.encoder import TextRole, check_vectors
 
 DEFAULT_BATCH_SIZE = 256
-FIRST_CHUNK = 32   # texts in the first chunk when progress is shown: an early measured rate
+FIRST_CHUNK = 32     # texts in the first chunk when progress is shown: an early measured rate
+WATCHED_CHUNK = 64   # texts per later chunk when progress is shown: a bar that moves every few seconds
 
 
 @runtime_checkable
@@ -109,12 +110,16 @@ class CachedEncoding(Iterator[tuple[list[str], np.ndarray]]):
                 bar.close()
 
     def _chunks(self, items: Iterable[tuple[str, str]], watched: bool) -> Iterator[list[tuple[str, str]]]:
-        """Chunks of batch_size; when progress is watched, a short first one, so the first
-        estimate of the time left comes after seconds, not after a whole chunk (~30 s on 2 cores)."""
+        """Chunks of batch_size. When progress is watched (the bar moves per chunk), a short first
+        chunk, so the first estimate of the time left comes after seconds, and then chunks of at
+        most WATCHED_CHUNK, so a log line can come every ~10 s: a chunk of 256 is ~30 s of a
+        small model on 2 cores, minutes on a busy machine."""
+        if not watched:
+            yield from chunked(items, self.batch_size)
+            return
         items = iter(items)
-        if watched and self.batch_size > FIRST_CHUNK:
-            yield from chunked(islice(items, FIRST_CHUNK), FIRST_CHUNK)
-        yield from chunked(items, self.batch_size)
+        yield from chunked(islice(items, min(FIRST_CHUNK, self.batch_size)), self.batch_size)
+        yield from chunked(items, min(WATCHED_CHUNK, self.batch_size))
 
     def _encode_chunk(self, chunk: list[tuple[str, str]], bar=None) -> tuple[list[str], np.ndarray]:
         ids = [item_id for item_id, _ in chunk]
