@@ -23,7 +23,7 @@ class Clock:
         return self.now
 
 
-def test_a_long_step_states_its_estimate_after_the_first_batch_then_lines_at_intervals():
+def test_a_long_step_states_its_estimate_after_the_first_measured_batch_then_lines_at_intervals():
     clock, log = Clock(), io.StringIO()
     bar = LineProgress("encode documents", 1000, "text", log, every_s=30, clock=clock)
     for second in range(1, 101):      # 10 texts a second for 100 seconds
@@ -31,32 +31,56 @@ def test_a_long_step_states_its_estimate_after_the_first_batch_then_lines_at_int
         bar.update(10)
     bar.close()
     lines = log.getvalue().splitlines()
-    # At 1 s (the first batch: 99 s left, more than one interval), then 31, 61 and 91 s, then the closing line.
+    # At 2 s (the first batch measured: 98 s left, more than one interval), then 32, 62 and 92 s, then the closing line.
     assert len(lines) == 5, lines
-    assert lines[0] == "irforge: encode documents: 10/1,000 texts (1.0%) · 10.0 texts/s · ~99 s left"
-    assert lines[1] == "irforge: encode documents: 310/1,000 texts (31.0%) · 10.0 texts/s · ~69 s left"
+    assert lines[0] == "irforge: encode documents: 20/1,000 texts (2.0%) · 10.0 texts/s · ~98 s left"
+    assert lines[1] == "irforge: encode documents: 320/1,000 texts (32.0%) · 10.0 texts/s · ~68 s left"
     assert lines[-1] == "irforge: encode documents: 1,000/1,000 texts (100.0%) · 10.0 texts/s · done in 100 s"
+
+
+def test_the_pace_leaves_out_the_setup_before_the_first_update():
+    """Vectors loaded for 3 s, then 300 queries in half a second: no "~15 min left" from 1 query in 3 s."""
+    clock, log = Clock(), io.StringIO()
+    bar = LineProgress("retrieving (dense)", 300, "query", log, every_s=10, clock=clock)
+    clock.now = 3.0
+    bar.update(1)
+    clock.now = 3.5
+    bar.update(299)
+    bar.close()
+    assert log.getvalue() == ""
 
 
 def test_the_estimate_is_refreshed_from_the_measured_rate():
     clock, log = Clock(), io.StringIO()
     bar = LineProgress("judging holes", 600, "pair", log, every_s=10, clock=clock)
     clock.now = 2.0
-    bar.update(10)                    # 5/s: 590 pairs, ~118 s left
-    clock.now = 12.0
-    bar.update(90)                    # 100 in 12 s: 500 left at 8.33/s, 60 s
+    bar.update(10)                    # the first batch: the pace starts here
+    clock.now = 4.0
+    bar.update(10)                    # 5/s: 580 pairs, 116 s left
+    clock.now = 14.0
+    bar.update(80)                    # 90 in 12 s: 500 left at 7.5/s, ~67 s
     lines = log.getvalue().splitlines()
-    assert lines == ["irforge: judging holes: 10/600 pairs (1.7%) · 5.0 pairs/s · ~118 s left",
-                     "irforge: judging holes: 100/600 pairs (16.7%) · 8.3 pairs/s · ~60 s left"]
+    assert lines == ["irforge: judging holes: 20/600 pairs (3.3%) · 5.0 pairs/s · ~116 s left",
+                     "irforge: judging holes: 100/600 pairs (16.7%) · 7.5 pairs/s · ~67 s left"]
+
+
+def test_a_first_batch_slower_than_an_interval_says_where_it_is_without_guessing():
+    clock, log = Clock(), io.StringIO()
+    bar = LineProgress("encode documents", 1000, "text", log, every_s=10, clock=clock)
+    clock.now = 20.0
+    bar.update(32)                    # no pace yet (the model's warm-up is in these 20 s): no time left
+    assert log.getvalue() == "irforge: encode documents: 32/1,000 texts (3.2%) · 1.6 texts/s\n"
 
 
 def test_a_short_step_writes_nothing():
     clock, log = Clock(), io.StringIO()
     bar = LineProgress("retrieving (bm25)", 300, "query", log, every_s=10, clock=clock)
     clock.now = 0.2
-    bar.update(100)                   # 500/s: the 200 left take 0.4 s, less than an interval
-    clock.now = 0.5
-    bar.update(200)
+    bar.update(100)
+    clock.now = 0.4
+    bar.update(100)                   # 500/s: the 100 left take 0.2 s, less than an interval
+    clock.now = 0.6
+    bar.update(100)
     bar.close()
     assert log.getvalue() == ""
 
@@ -68,14 +92,16 @@ def test_an_unknown_total_counts_without_a_share_once_an_interval_passed():
     bar.update(10)                    # no total, no estimate: wait an interval
     clock.now = 2.0
     bar.update(40)
-    assert log.getvalue() == "irforge: reading ids: 50 queries · 25.0 queries/s\n"
+    assert log.getvalue() == "irforge: reading ids: 50 queries · 40.0 queries/s\n"
 
 
 def test_bytes_read_as_sizes():
     clock, log = Clock(), io.StringIO()
-    bar = LineProgress("download beir/scifact", 4 << 20, "B", log, every_s=1, clock=clock)
+    bar = LineProgress("download beir/scifact", 4 << 20, "B", log, every_s=5, clock=clock)
+    clock.now = 1.0
+    bar.update(1 << 19)
     clock.now = 2.0
-    bar.update(1 << 20)
+    bar.update(1 << 19)
     assert log.getvalue() == "irforge: download beir/scifact: 1.0 MiB/4.0 MiB (25.0%) · 512.0 KiB/s · ~6 s left\n"
 
 
@@ -98,20 +124,22 @@ def test_lines_go_through_logging_when_a_process_configured_it(caplog):
         bar = LineProgress("generating: queries", 100, "call", every_s=5, clock=clock)
         clock.now = 1.0
         bar.update(1)
+        clock.now = 2.0
+        bar.update(1)
     assert [r.getMessage() for r in caplog.records if r.name == "irforge.progress"] == [
-        "irforge: generating: queries: 1/100 calls (1.0%) · 1.0 calls/s · ~99 s left"]
+        "irforge: generating: queries: 2/100 calls (2.0%) · 1.0 calls/s · ~98 s left"]
 
 
 def test_a_real_encode_with_stderr_to_a_file_writes_progress_lines_with_an_eta(scifact_tiny, scifact_subset, tmp_path):
     """`irforge eval --retriever dense` as under nohup or `2> log`: stderr is a file, not a
     terminal; the log must show the encode's lines with the time left (the interval made short
     through the environment, so a small real encode writes several)."""
-    dataset = tmp_path / "scifact-80"   # the tiny set's 3 queries, 80 documents: the first batch is 32 of them
+    dataset = tmp_path / "scifact-120"   # the tiny set's 3 queries, 120 documents: batches of 32, 64 and 24
     shutil.copytree(scifact_tiny, dataset)
     tiny = (scifact_tiny / "corpus.jsonl").read_text().splitlines()
     ids = {json.loads(line)["_id"] for line in tiny}
     more = [line for line in (scifact_subset / "corpus.jsonl").read_text().splitlines()
-            if json.loads(line)["_id"] not in ids][:80 - len(tiny)]
+            if json.loads(line)["_id"] not in ids][:120 - len(tiny)]
     (dataset / "corpus.jsonl").write_text("\n".join(tiny + more) + "\n")
     log_path = tmp_path / "stderr.log"
     env = {**os.environ, EVERY_VARIABLE: "0.001"}
@@ -125,10 +153,10 @@ def test_a_real_encode_with_stderr_to_a_file_writes_progress_lines_with_an_eta(s
     text = log_path.read_text()
     assert done.returncode == 0, text[-2000:]
     encoding = [line for line in text.splitlines() if line.startswith("irforge: encode documents: ")]
-    total = 80
-    # The first (short) batch's estimate, then the end: done/total, share, rate and time left or taken.
-    assert re.fullmatch(rf"irforge: encode documents: 32/{total} texts \(\d+\.\d%\) · [\d.,]+ texts/s · ~\d+ s left",
-                        encoding[0]), encoding
+    total = 120
+    # The first batch measured (32 + 64 of 120 texts): done/total, share, the pace and the time left; then the end.
+    assert any(re.fullmatch(rf"irforge: encode documents: 96/{total} texts \(80\.0%\) · [\d.,]+ texts/s · ~\d+ s left",
+                            line) for line in encoding), encoding
     assert re.fullmatch(rf"irforge: encode documents: {total}/{total} texts \(100\.0%\) · [\d.,]+ texts/s · done in "
                         r"\d+ s", encoding[-1]), encoding
     assert b"\r" not in log_path.read_bytes()   # no bar (ours or a library's) redrawn into the file

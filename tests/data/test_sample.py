@@ -115,6 +115,7 @@ def test_metrics_are_those_of_the_sampled_queries_and_the_table_says_it_is_a_sam
     (["--sample-seed", "4"], "--sample-seed 4 does not apply here"),
     (["--sample", "5", "--run", "RUN"], "--sample 5 does not apply here: a sample cuts the corpus"),
     (["--sample", "5", "--fill-holes", "10"], "--sample 5 does not apply here"),
+    (["--sample", "5", "--retriever", "hybrid", "--fusion-optimize-on", "train"], "--sample 5 does not apply here"),
 ])
 def test_a_sample_that_cannot_apply_is_refused(scifact, tmp_path, capsys, extra, expected):
     run = tmp_path / "run.trec"

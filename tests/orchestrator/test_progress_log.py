@@ -18,11 +18,12 @@ def test_a_jobs_progress_reaches_the_log_and_the_event_stream(tmp_path, monkeypa
         bar = orchestrator._progress_factory(job_id, {"step": "encode"})("encode documents", 100, "text")
         with caplog.at_level(logging.INFO, logger="irforge.progress"):
             bar.update(40)
+            bar.update(20)
             bar.close()
         lines = [r.getMessage() for r in caplog.records if r.name == "irforge.progress"]
-        assert lines[0].startswith(f"irforge: job {job_id} step encode: encode documents: 40/100 texts (40.0%) · ")
-        assert lines[0].endswith(" left") and lines[-1].split(" · ")[-1].startswith("done in ")
+        assert lines[1].startswith(f"irforge: job {job_id} step encode: encode documents: 60/100 texts (60.0%) · ")
+        assert lines[1].endswith(" left") and lines[-1].split(" · ")[-1].startswith("done in ")
         progress = [e for e in orchestrator.store.events(job_id) if e.state == "progress"]
-        assert progress and (progress[-1].done, progress[-1].total, progress[-1].unit) == (40, 100, "text")
+        assert progress and (progress[-1].done, progress[-1].total, progress[-1].unit) == (60, 100, "text")
     finally:
         orchestrator.shutdown()

@@ -67,13 +67,15 @@ def line_interval_s() -> float:
 
 class LineProgress:
     """Progress as plain lines for a log, e.g.
-    `irforge: encode documents: 1,024/5,183 texts (19.8%) · 34.1/s · ~2 min left`.
+    `irforge: encode documents: 1,024/5,183 texts (19.8%) · 34.1 texts/s · ~2 min left`.
 
-    - After the first measured update (the first batch), a line stating the work and the
-      estimate, if that estimate says the step will outlast one interval; a step that will be
-      done sooner writes nothing (short steps keep logs quiet).
-    - Then a line every `every_s` seconds (the estimate refreshed from everything done so far),
-      and a last one at close once any was written.
+    - The pace is measured from the first update on: what came before it (loading a model or
+      vectors, warming up) is not the work's pace, and counting it made a 4-second step announce
+      "~16 min left".
+    - As soon as a measured batch says the step will outlast one interval, a line stating the
+      work and the estimate; a step that will be done sooner writes nothing (short steps keep
+      logs quiet). Then a line every `every_s` seconds, the estimate refreshed, and a last one at
+      close once any was written.
     - Lines go to `stream` when given (tests), else to logging ("irforge.progress", INFO): the
       orchestrator's and the services' log handlers carry them with the job id. A process that
       configured no logging (the CLI) gets them on stderr."""
@@ -85,17 +87,19 @@ class LineProgress:
         self.clock = clock
         self.done = 0
         self.started = clock()
+        self.first: tuple[float, int] | None = None   # (when, done) at the first update: the pace's start
         self.last_line: float | None = None
 
     def update(self, n: int = 1) -> None:
-        first = self.done == 0
         self.done += n
         now = self.clock()
+        if self.first is None:
+            self.first = (now, self.done)
         if self.last_line is not None:
             due = now - self.last_line >= self.every_s
         else:
             left = self._left(now)
-            due = now - self.started >= self.every_s or (first and left is not None and left >= self.every_s)
+            due = now - self.started >= self.every_s or (left is not None and left >= self.every_s)
         if due:
             self._line(now)
 
@@ -103,33 +107,48 @@ class LineProgress:
         if self.last_line is not None:
             self._line(self.clock(), final=True)
 
+    def _measured(self, now: float) -> bool:
+        """Whether work was done since the first update, so a pace can be measured."""
+        return self.first is not None and now > self.first[0] and self.done > self.first[1]
+
+    def _rate(self, now: float) -> float:
+        """Units a second since the first update; before a second one, over all the time so far."""
+        if self._measured(now):
+            return (self.done - self.first[1]) / (now - self.first[0])
+        return self.done / max(now - self.started, 1e-9)
+
     def _left(self, now: float) -> float | None:
-        """Seconds left at the rate so far; None without a total or a rate."""
-        rate = self.done / max(now - self.started, 1e-9)
-        return (self.total - self.done) / rate if self.total and rate > 0 else None
+        """Seconds left at the measured pace; None without a total or before a pace is measured
+        (no estimate rather than a wrong one)."""
+        rate = self._rate(now)
+        return (self.total - self.done) / rate if self.total and rate > 0 and self._measured(now) else None
 
     def _line(self, now: float, final: bool = False) -> None:
         self.last_line = now
         elapsed = max(now - self.started, 1e-9)
-        rate = self.done / elapsed
-        count = f"{_amount(self.done, self.unit)}/{_amount(self.total, self.unit)}" if self.total \
-            else _amount(self.done, self.unit)
-        parts = [f"irforge: {self.description}: {count}{_plural(self.unit)}"]
-        if self.total:
-            parts[0] += f" ({100 * self.done / self.total:.1f}%)"
-        parts.append(f"{_amount(rate, self.unit, decimals=1)}{_plural(self.unit)}/s")
-        left = self._left(now)
-        if final:
-            parts.append(f"done in {_duration(elapsed)}")
-        elif left is not None:
-            parts.append(f"~{_duration(left)} left")
-        text = " · ".join(parts)
+        text = progress_line(self.description, self.done, self.total, self.unit, self._rate(now),
+                             elapsed if final else self._left(now), final=final)
         if self.stream is not None:
             print(text, file=self.stream, flush=True)
         elif log.hasHandlers():
             log.info(text)
         else:
             print(text, file=sys.stderr, flush=True)
+
+
+def progress_line(description: str, done: int, total: int | None, unit: str, rate: float, seconds: float | None,
+                  final: bool = False) -> str:
+    """`irforge: DESCRIPTION: done/total units (share) · rate units/s · ~time left` (or `done in`
+    when `final`; no time without `seconds`): the one wording of a progress line, for LineProgress
+    and `irforge watch` alike."""
+    count = f"{_amount(done, unit)}/{_amount(total, unit)}" if total else _amount(done, unit)
+    parts = [f"irforge: {description}: {count}{_plural(unit)}"]
+    if total:
+        parts[0] += f" ({100 * done / total:.1f}%)"
+    parts.append(f"{_amount(rate, unit, decimals=1)}{_plural(unit)}/s")
+    if seconds is not None:
+        parts.append(f"done in {_duration(seconds)}" if final else f"~{_duration(seconds)} left")
+    return " · ".join(parts)
 
 
 def _amount(value: float, unit: str, decimals: int = 0) -> str:

@@ -132,9 +132,11 @@ ONLY_IN_INSTRUCTIONS = ("instruction_template", "robustness_k")
 RULES["run_format"] = (lambda c: c.given_run, "it names the layout of --run FILE")
 # A sample cuts the corpus the system retrieves from: a run file or given candidates were ranked
 # over the whole corpus, a search endpoint searches its own index, a judged layer is the dataset's.
-RULES["sample"] = (lambda c: not c.given_run and c.rerank.candidates is None and c.holes.depth is None,
+RULES["sample"] = (lambda c: (not c.given_run and c.rerank.candidates is None and c.holes.depth is None
+                              and c.fusion.optimize_on is None),
                    "a sample cuts the corpus irforge retrieves from; a --run file or --candidates were ranked over "
-                   "the whole corpus, and --fill-holes judges for the dataset, not a sample")
+                   "the whole corpus, --fill-holes judges for the dataset and --fusion-optimize-on tunes on another "
+                   "split, not on a sample")
 RULES["sample_seed"] = (lambda c: c.evaluation.sample is not None, "it is the seed of --sample N: give --sample")
 # With --run the file is the system: what would build or change a retriever has nothing to act on.
 SYSTEM_SECTIONS = ("bm25", "encoder", "vectors", "fusion", "endpoint", "rerank")
