@@ -25,7 +25,7 @@ import numpy as np
 
 from irforge.common.iterables import chunked
 from irforge.common.metrics import DOCUMENTS_ENCODED
-from irforge.common.progress import ProgressFactory
+from irforge.common.progress import ProgressFactory, no_progress
 from irforge.models.cache import EmbeddingCache, text_hash
 from irforge.models.encoder import TextRole, check_vectors
 
@@ -102,7 +102,10 @@ class CachedEncoding(Iterator[tuple[list[str], np.ndarray]]):
         what = "queries" if self.role == TextRole.QUERY else "documents"
         bar = progress(f"encode {what}", total, "text") if progress is not None else None
         try:
-            for chunk in self._chunks(items, watched=bar is not None):
+            # An encoder that reports progress itself (an endpoint: its concurrent requests need
+            # whole chunks) moves the bar per request; a silent bar needs no short chunks.
+            watched = progress not in (None, no_progress) and not getattr(self.encoder, "reports_progress", False)
+            for chunk in self._chunks(items, watched=watched):
                 ids, vectors = self._encode_chunk(chunk, bar)
                 yield ids, vectors
         finally:
