@@ -50,6 +50,18 @@ def test_the_pace_leaves_out_the_setup_before_the_first_update():
     assert log.getvalue() == ""
 
 
+def test_the_last_update_leaves_the_last_line_to_close():
+    clock, log = Clock(), io.StringIO()
+    bar = LineProgress("encode documents", 100, "text", log, every_s=1, clock=clock)
+    for second in (1, 2, 3):
+        clock.now = float(second)
+        bar.update(50 if second < 3 else 0)   # 50, 100 (all done), then a repeated report of the same count
+    bar.close()
+    lines = log.getvalue().splitlines()
+    assert lines == ["irforge: encode documents: 50/100 texts (50.0%) · 50.0 texts/s",   # no pace measured yet
+                     "irforge: encode documents: 100/100 texts (100.0%) · 25.0 texts/s · done in 3 s"]
+
+
 def test_the_estimate_is_refreshed_from_the_measured_rate():
     clock, log = Clock(), io.StringIO()
     bar = LineProgress("judging holes", 600, "pair", log, every_s=10, clock=clock)

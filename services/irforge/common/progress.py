@@ -100,7 +100,7 @@ class LineProgress:
         else:
             left = self._left(now)
             due = now - self.started >= self.every_s or (left is not None and left >= self.every_s)
-        if due:
+        if due and not (self.total and self.done >= self.total):   # all done: close() says so, with the time taken
             self._line(now)
 
     def close(self) -> None:
