@@ -122,6 +122,10 @@ def test_every_option_is_taken_by_a_job_or_refused_as_the_services(leaf, tmp_pat
         with pytest.raises(JobSpecError, match="not available for orchestrator jobs"):
             JobSpec.of(dataset=dataset, fill_holes=5, flagged="second-judge", second_judge=files["judge.yaml"]).validate()
         return
+    if name in ("sample", "sample_seed"):   # irforge eval only: a job's figures stand for its dataset
+        with pytest.raises(JobSpecError, match="applies to irforge eval only"):
+            JobSpec.of(dataset=dataset, sample=10, **({"sample_seed": 3} if name == "sample_seed" else {})).validate()
+        return
     if name in ("recall_queries", "target_recall"):   # a job's HNSW search (the corpus service's) is not measured yet
         value = {"recall_queries": 10, "target_recall": 0.99}[name]
         with pytest.raises(JobSpecError, match="not available for orchestrator jobs yet"):

@@ -121,6 +121,8 @@ def system_configs(base: PipelineConfig, suite: Suite, measures: list[str]) -> d
     for system in suite.systems:
         try:
             config = from_mapping(PipelineConfig, system.options, system.place, base=base)
+            if config.evaluation.sample is not None:   # a suite's figures stand for its datasets
+                raise SuiteError("--sample applies to irforge eval only: a suite's figures stand for its datasets")
             if system.runs and (config.given.runs or any(entry.run for entry in suite.entries)):
                 raise SuiteError("its `run:` and `given: {runs: ...}` (or --run, or the datasets' `run:`) both name "
                                  "the system's runs: give one of them")

@@ -9,7 +9,9 @@ leaves the earlier set or this one, never results of one beside a run of the oth
 from __future__ import annotations
 
 import dataclasses
+import shutil
 import sys
+import tempfile
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -84,6 +86,9 @@ def open_pipeline(config: PipelineConfig, stack: ExitStack, collections=None):
     kind, a collection's top_ranked.jsonl) is a UsageError here, before any work."""
     try:
         builder = PipelineBuilder(config, stack)
+        if config.evaluation.sample is not None and builder.search_endpoint:
+            raise UsageError(f"--sample {config.evaluation.sample} does not apply here: a search --endpoint searches "
+                             "its own index of the whole corpus, not the sample's documents")
         retriever = builder.retriever() if collections is None else builder.instruction_retriever(collections)
         return retriever, builder.evaluator, builder.mode()
     except ValueError as error:
@@ -97,16 +102,36 @@ def evaluate(config: PipelineConfig, out: str | Path) -> Results:
     out = Path(out)
     config = checked(config, out, "eval")
     with ExitStack() as stack:
+        dataset, sample = sampled(config, stack)
         retriever, evaluator, mode = open_pipeline(config, stack)
         with OutputSet(out) as staging:
-            spec = EvalJobSpec(dataset=Path(config.dataset), out_dir=staging, split=config.split, top_k=config.top_k,
+            spec = EvalJobSpec(dataset=dataset, out_dir=staging, split=config.split, top_k=config.top_k,
                                measures=measures_of(config), drop_identical_ids=not config.evaluation.keep_identical_ids,
-                               config=recorded(config))
+                               config=recorded(config), sample=sample)
             results = Results(EvalJob(spec, retriever, evaluator, mode).run(), folder=out)
             if config.holes.depth is not None:
                 fill_holes_after_eval(judge_choice(config), config.holes.depth, spec, results,
                                       run_name=str(out / results["files"]["run"]))
     return results
+
+
+def sampled(config: PipelineConfig, stack: ExitStack) -> tuple[Path, dict | None]:
+    """(the folder to evaluate, results.json's `sample`): the dataset's own folder, or with
+    --sample N a seeded sample of it written to a temporary folder removed when `stack` closes."""
+    if config.evaluation.sample is None:
+        return Path(config.dataset), None
+    from irforge.data import BeirDataset
+    from irforge.data.sample import write_sample
+
+    temporary = Path(tempfile.mkdtemp(prefix="irforge-sample-"))
+    stack.callback(shutil.rmtree, temporary, ignore_errors=True)
+    try:
+        drawn = write_sample(BeirDataset.open(config.dataset), config.split, config.evaluation.sample,
+                             config.evaluation.sample_seed, temporary)
+    except ValueError as error:   # SampleError: a sample this collection cannot give
+        raise UsageError(str(error)) from None
+    print(f"irforge eval: {drawn.record['note']}", file=sys.stderr, flush=True)
+    return drawn.folder, drawn.record
 
 
 def evaluate_instructions(config: PipelineConfig, out: str | Path) -> Results:

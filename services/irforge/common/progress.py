@@ -1,15 +1,24 @@
 """Progress of long steps. Steps take a factory so other front ends (the orchestrator's WatchJob
 stream, tests) can observe the same progress without tqdm. On a terminal a tqdm bar; off one (a
-log file, CI, a pod's log) plain lines, so a run of many minutes says where it is in its log too."""
+log file, `| tee`, CI, a pod's or a job's log) plain lines through logging, so a run of many
+minutes says in its log how much is done, how fast and how long is left.
+
+The line interval is `IRFORGE_PROGRESS_EVERY` seconds (default 10)."""
 
 from __future__ import annotations
 
+import logging
+import os
 import sys
 import time
 from collections.abc import Callable
 from typing import Protocol
 
 from tqdm import tqdm
+
+EVERY_VARIABLE = "IRFORGE_PROGRESS_EVERY"
+DEFAULT_EVERY_S = 10.0
+log = logging.getLogger("irforge.progress")
 
 
 class Progress(Protocol):
@@ -21,52 +30,146 @@ ProgressFactory = Callable[[str, int | None, str], Progress]
 
 
 def tqdm_progress(description: str, total: int | None, unit: str) -> Progress:
-    """A bar on a terminal; lines in a log (LineProgress)."""
+    """A bar on a terminal; lines in a log (LineProgress). Unit "B": sizes in KiB/MiB."""
     if not sys.stderr.isatty():
-        return LineProgress(description, total, unit, sys.stderr)
-    return tqdm(total=total, desc=description, unit=unit, file=sys.stderr, dynamic_ncols=True)
+        return LineProgress(description, total, unit)
+    return tqdm(total=total, desc=description, unit=unit, file=sys.stderr, dynamic_ncols=True,
+                unit_scale=unit == "B", unit_divisor=1024)
+
+
+def quiet_library_bars() -> None:
+    """Off a terminal, turn off the model libraries' own bars (transformers' "Loading weights"),
+    which would be redrawn into a log as one long line of carriage returns; on a terminal they stay.
+    Called where a model is loaded."""
+    if sys.stderr.isatty():
+        return
+    try:
+        from transformers.utils import logging as transformers_logging
+    except ImportError:   # an install without the model libraries loads no model either
+        return
+    transformers_logging.disable_progress_bar()
+
+
+def line_interval_s() -> float:
+    """Seconds between two progress lines: IRFORGE_PROGRESS_EVERY, or 10."""
+    value = os.environ.get(EVERY_VARIABLE, "").strip()
+    if not value:
+        return DEFAULT_EVERY_S
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = -1.0
+    if not seconds > 0:   # also NaN
+        log.warning("%s=%r is not a positive number of seconds; using %g", EVERY_VARIABLE, value, DEFAULT_EVERY_S)
+        return DEFAULT_EVERY_S
+    return seconds
 
 
 class LineProgress:
-    """Progress as plain lines for a log: nothing for a step done within `first_after_s` (short
-    steps keep logs quiet), then a line at most every `every_s` seconds, and a last one at close
-    once any was written: `irforge: encode documents: 1,024/5,183 texts (19.8%) · 34.1/s · ~2 min left`."""
+    """Progress as plain lines for a log, e.g.
+    `irforge: encode documents: 1,024/5,183 texts (19.8%) · 34.1 texts/s · ~2 min left`.
 
-    def __init__(self, description: str, total: int | None, unit: str, stream, *, first_after_s: float = 10.0,
-                 every_s: float = 30.0, clock: Callable[[], float] = time.monotonic):
+    - The pace is measured from the first update on: what came before it (loading a model or
+      vectors, warming up) is not the work's pace, and counting it made a 4-second step announce
+      "~16 min left".
+    - As soon as a measured batch says the step will outlast one interval, a line stating the
+      work and the estimate; a step that will be done sooner writes nothing (short steps keep
+      logs quiet). Then a line every `every_s` seconds, the estimate refreshed, and a last one at
+      close once any was written.
+    - Lines go to `stream` when given (tests), else to logging ("irforge.progress", INFO): the
+      orchestrator's and the services' log handlers carry them with the job id. A process that
+      configured no logging (the CLI) gets them on stderr."""
+
+    def __init__(self, description: str, total: int | None, unit: str, stream=None, *,
+                 every_s: float | None = None, clock: Callable[[], float] = time.monotonic):
         self.description, self.total, self.unit, self.stream = description, total, unit, stream
-        self.first_after_s, self.every_s, self.clock = first_after_s, every_s, clock
+        self.every_s = line_interval_s() if every_s is None else every_s
+        self.clock = clock
         self.done = 0
         self.started = clock()
+        self.first: tuple[float, int] | None = None   # (when, done) at the first update: the pace's start
         self.last_line: float | None = None
 
     def update(self, n: int = 1) -> None:
         self.done += n
         now = self.clock()
-        due = (now - self.started >= self.first_after_s if self.last_line is None
-               else now - self.last_line >= self.every_s)
-        if due:
+        if self.first is None:
+            self.first = (now, self.done)
+        if self.last_line is not None:
+            due = now - self.last_line >= self.every_s
+        else:
+            left = self._left(now)
+            due = now - self.started >= self.every_s or (left is not None and left >= self.every_s)
+        if due and not (self.total and self.done >= self.total):   # all done: close() says so, with the time taken
             self._line(now)
 
     def close(self) -> None:
         if self.last_line is not None:
             self._line(self.clock(), final=True)
 
+    def _measured(self, now: float) -> bool:
+        """Whether work was done since the first update, so a pace can be measured."""
+        return self.first is not None and now > self.first[0] and self.done > self.first[1]
+
+    def _rate(self, now: float) -> float:
+        """Units a second since the first update; before a second one, over all the time so far."""
+        if self._measured(now):
+            return (self.done - self.first[1]) / (now - self.first[0])
+        return self.done / max(now - self.started, 1e-9)
+
+    def _left(self, now: float) -> float | None:
+        """Seconds left at the measured pace; None without a total or before a pace is measured
+        (no estimate rather than a wrong one)."""
+        rate = self._rate(now)
+        return (self.total - self.done) / rate if self.total and rate > 0 and self._measured(now) else None
+
     def _line(self, now: float, final: bool = False) -> None:
         self.last_line = now
         elapsed = max(now - self.started, 1e-9)
-        rate = self.done / elapsed
-        count = f"{self.done:,}/{self.total:,}" if self.total else f"{self.done:,}"
-        parts = [f"irforge: {self.description}: {count} {self.unit}s"]
-        if self.total:
-            parts[0] += f" ({100 * self.done / self.total:.1f}%)"
-        parts.append(f"{rate:,.1f}/s")
-        if final:
-            parts.append(f"done in {elapsed:,.0f} s")
-        elif self.total and rate > 0:
-            left = (self.total - self.done) / rate
-            parts.append(f"~{left / 60:,.0f} min left" if left >= 120 else f"~{left:,.0f} s left")
-        print(" · ".join(parts), file=self.stream, flush=True)
+        text = progress_line(self.description, self.done, self.total, self.unit, self._rate(now),
+                             elapsed if final else self._left(now), final=final)
+        if self.stream is not None:
+            print(text, file=self.stream, flush=True)
+        elif log.hasHandlers():
+            log.info(text)
+        else:
+            print(text, file=sys.stderr, flush=True)
+
+
+def progress_line(description: str, done: int, total: int | None, unit: str, rate: float, seconds: float | None,
+                  final: bool = False) -> str:
+    """`irforge: DESCRIPTION: done/total units (share) · rate units/s · ~time left` (or `done in`
+    when `final`; no time without `seconds`): the one wording of a progress line, for LineProgress
+    and `irforge watch` alike."""
+    count = f"{_amount(done, unit)}/{_amount(total, unit)}" if total else _amount(done, unit)
+    parts = [f"irforge: {description}: {count}{_plural(unit)}"]
+    if total:
+        parts[0] += f" ({100 * done / total:.1f}%)"
+    parts.append(f"{_amount(rate, unit, decimals=1)}{_plural(unit)}/s")
+    if seconds is not None:
+        parts.append(f"done in {_duration(seconds)}" if final else f"~{_duration(seconds)} left")
+    return " · ".join(parts)
+
+
+def _amount(value: float, unit: str, decimals: int = 0) -> str:
+    if unit == "B":   # bytes read best as sizes
+        for size, name in ((1 << 30, " GiB"), (1 << 20, " MiB"), (1 << 10, " KiB")):
+            if value >= size:
+                return f"{value / size:,.1f}{name}"
+        return f"{value:,.0f} B"
+    return f"{value:,.{decimals}f}"
+
+
+def _plural(unit: str) -> str:
+    if unit == "B":
+        return ""
+    return f" {unit[:-1]}ies" if unit.endswith("y") else f" {unit}s"
+
+
+def _duration(seconds: float) -> str:
+    if seconds >= 5400:
+        return f"{seconds / 3600:,.1f} h"
+    return f"{seconds / 60:,.0f} min" if seconds >= 120 else f"{seconds:,.0f} s"
 
 
 class _Silent:

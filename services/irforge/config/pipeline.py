@@ -97,6 +97,11 @@ class EvaluationConfig:
         "P@10 Judged@10, eval-instructions nDCG@10)", repeatable=True, short="-m", metavar="MEASURE", key="measures")
     keep_identical_ids: bool = option(
         False, "--keep-identical-ids", "keep retrieved documents whose id equals the query id (BEIR drops them; default: drop)")
+    sample: int | None = option(
+        None, "--sample", "evaluate on N queries of the split drawn at random (--sample-seed), every document judged "
+        "for them and 5 other documents per query, for a quick first look: the figures are not the dataset's, and "
+        "the table and results.json say so (irforge eval only)", check=at_least(1), metavar="N")
+    sample_seed: int = option(0, "--sample-seed", "the seed --sample draws its queries and documents with", metavar="SEED")
 
 
 @dataclass(frozen=True)

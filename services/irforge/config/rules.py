@@ -130,6 +130,14 @@ RULES: dict[str, Rule] = {
 }
 ONLY_IN_INSTRUCTIONS = ("instruction_template", "robustness_k")
 RULES["run_format"] = (lambda c: c.given_run, "it names the layout of --run FILE")
+# A sample cuts the corpus the system retrieves from: a run file or given candidates were ranked
+# over the whole corpus, a search endpoint searches its own index, a judged layer is the dataset's.
+RULES["sample"] = (lambda c: (not c.given_run and c.rerank.candidates is None and c.holes.depth is None
+                              and c.fusion.optimize_on is None),
+                   "a sample cuts the corpus irforge retrieves from; a --run file or --candidates were ranked over "
+                   "the whole corpus, --fill-holes judges for the dataset and --fusion-optimize-on tunes on another "
+                   "split, not on a sample")
+RULES["sample_seed"] = (lambda c: c.evaluation.sample is not None, "it is the seed of --sample N: give --sample")
 # With --run the file is the system: what would build or change a retriever has nothing to act on.
 SYSTEM_SECTIONS = ("bm25", "encoder", "vectors", "fusion", "endpoint", "rerank")
 NOT_WITH_A_RUN = "--run FILE is the system (its ranking is scored as it is): nothing here retrieves, encodes or reranks"
@@ -251,6 +259,10 @@ def _refuse_what_does_not_apply(config: PipelineConfig, use: str) -> None:
         if name in ONLY_IN_INSTRUCTIONS and use == "eval":
             raise ConfigError(f"{flags[name]} applies to instruction-following evaluation (irforge eval-instructions), "
                               "not to irforge eval")
+        if name in ("sample", "sample_seed") and use != "eval":
+            raise ConfigError(f"{flags[name]} applies to irforge eval only (not to "
+                              f"{'orchestrator jobs' if use == 'job' else 'irforge ' + use}): evaluate a sample with "
+                              "irforge eval --sample N")
         if name == "fill_holes" and use == "eval-instructions":
             raise ConfigError("--fill-holes is not available for instruction-following evaluation")
         if name in FIRST_STAGE_OPTIONS and config.rerank.candidates is not None:

@@ -24,12 +24,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from tqdm import tqdm
 
 from irforge import __version__
 from irforge.common.files import NoSpaceLeft, is_disk_full, write_json_atomic
 from irforge.common.locks import ExclusiveLock, LockHeld
 from irforge.common.output_set import OutputSet
+from irforge.common.progress import tqdm_progress
 from irforge.datasets.catalog import Entry
 from irforge.datasets.errors import ChecksumMismatch, DatasetError
 from irforge.datasets.extract import extract_zip
@@ -234,17 +234,21 @@ def _fetch_once(client: httpx.Client, entry: Entry, part: Path, caps: Caps) -> N
         if total is not None and total > cap:
             raise _TooLarge(f"{entry.name}: {entry.url} announces {human(total)} (Content-Length), more than "
                             f"{caps.allowed('download')}; {caps.hint('download')}; nothing downloaded")
-        with open(part, mode) as out, tqdm(total=total, initial=offset, desc=entry.name, unit="B", unit_scale=True,
-                                           unit_divisor=1024, file=sys.stderr, disable=None, dynamic_ncols=True) as bar:
+        resuming = f" (resuming at {human(offset)})" if offset else ""
+        bar = tqdm_progress(f"download {entry.name}{resuming}", total - offset if total is not None else None, "B")
+        with open(part, mode) as out:
             # No chunk size: bytes are written as they arrive, so a dropped connection keeps all it got.
             received = offset
-            for chunk in response.iter_bytes():   # decoded: the file, whatever Content-Encoding carried it
-                received += len(chunk)
-                if received > cap:   # an endless body, or one longer than it announced
-                    raise _TooLarge(f"{entry.name}: {entry.url} sent more than {caps.allowed('download')} (an endless "
-                                    f"body?); {caps.hint('download')}; the partial file {part} is removed")
-                out.write(chunk)
-                bar.update(len(chunk))
+            try:
+                for chunk in response.iter_bytes():   # decoded: the file, whatever Content-Encoding carried it
+                    received += len(chunk)
+                    if received > cap:   # an endless body, or one longer than it announced
+                        raise _TooLarge(f"{entry.name}: {entry.url} sent more than {caps.allowed('download')} (an "
+                                        f"endless body?); {caps.hint('download')}; the partial file {part} is removed")
+                    out.write(chunk)
+                    bar.update(len(chunk))
+            finally:
+                bar.close()
 
 
 def _range_start(response: httpx.Response) -> int | None:

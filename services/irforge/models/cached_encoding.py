@@ -18,17 +18,20 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Iterator, Sized
 from dataclasses import dataclass
+from itertools import islice
 from typing import Protocol, runtime_checkable
 
 import numpy as np
 
 from irforge.common.iterables import chunked
 from irforge.common.metrics import DOCUMENTS_ENCODED
-from irforge.common.progress import ProgressFactory
+from irforge.common.progress import ProgressFactory, no_progress
 from irforge.models.cache import EmbeddingCache, text_hash
 from irforge.models.encoder import TextRole, check_vectors
 
 DEFAULT_BATCH_SIZE = 256
+FIRST_CHUNK = 32     # texts in the first chunk when progress is shown: an early measured rate
+WATCHED_CHUNK = 64   # texts per later chunk when progress is shown: a bar that moves every few seconds
 
 
 @runtime_checkable
@@ -99,12 +102,27 @@ class CachedEncoding(Iterator[tuple[list[str], np.ndarray]]):
         what = "queries" if self.role == TextRole.QUERY else "documents"
         bar = progress(f"encode {what}", total, "text") if progress is not None else None
         try:
-            for chunk in chunked(items, self.batch_size):
+            # An encoder that reports progress itself (an endpoint: its concurrent requests need
+            # whole chunks) moves the bar per request; a silent bar needs no short chunks.
+            watched = progress not in (None, no_progress) and not getattr(self.encoder, "reports_progress", False)
+            for chunk in self._chunks(items, watched=watched):
                 ids, vectors = self._encode_chunk(chunk, bar)
                 yield ids, vectors
         finally:
             if bar is not None:
                 bar.close()
+
+    def _chunks(self, items: Iterable[tuple[str, str]], watched: bool) -> Iterator[list[tuple[str, str]]]:
+        """Chunks of batch_size. When progress is watched (the bar moves per chunk), a short first
+        chunk, so the first estimate of the time left comes after seconds, and then chunks of at
+        most WATCHED_CHUNK, so a log line can come every ~10 s: a chunk of 256 is ~30 s of a
+        small model on 2 cores, minutes on a busy machine."""
+        if not watched:
+            yield from chunked(items, self.batch_size)
+            return
+        items = iter(items)
+        yield from chunked(islice(items, min(FIRST_CHUNK, self.batch_size)), self.batch_size)
+        yield from chunked(items, min(WATCHED_CHUNK, self.batch_size))
 
     def _encode_chunk(self, chunk: list[tuple[str, str]], bar=None) -> tuple[list[str], np.ndarray]:
         ids = [item_id for item_id, _ in chunk]

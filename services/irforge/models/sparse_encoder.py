@@ -14,6 +14,7 @@ from dataclasses import asdict
 
 import numpy as np
 
+from irforge.common.progress import quiet_library_bars
 from irforge.corpus.vectors.base import SparseVector
 from irforge.models.encoder import EncoderSpec, TextRole, _shared_model, resolve_model
 from irforge.models.errors import EncodingError, ModelNotFound
@@ -38,6 +39,7 @@ class SparseEncoderCore:
 
         SparseEncoder = require_extra("sparse", "sentence_transformers", "a local sparse model (SPLADE)").SparseEncoder
 
+        quiet_library_bars()   # no "Loading weights" bar redrawn into a log
         spec = self.spec
         try:
             model = SparseEncoder(source, device=spec.device, revision=spec.revision)

@@ -28,6 +28,7 @@ from irforge.common import request_context
 from irforge.common.allowed_roots import enforced
 from irforge.common.grpc_errors import ServiceUnavailable, bounded_text
 from irforge.common.metrics import JOBS
+from irforge.common.progress import LineProgress
 from irforge.common.redact import redact_text
 from irforge.corpus.errors import BackendUnavailable
 from irforge.orchestrator.context import ServiceAddresses, StepContext
@@ -49,7 +50,8 @@ from irforge.orchestrator.store import JobEvent, JobRecord, JobState, JobStore
 TRANSIENT_ERRORS = (ServiceUnavailable, BackendUnavailable)
 STATE_FILE = "jobs.sqlite3"
 log = logging.getLogger("irforge.orchestrator")
-# Events worth a log line (progress is for watchers only), at their level.
+# Events worth a log line, at their level (progress events are for watchers; the log gets
+# LineProgress's lines, every IRFORGE_PROGRESS_EVERY seconds).
 LOGGED_EVENTS = {"QUEUED": logging.INFO, "RUNNING": logging.INFO, "SUCCEEDED": logging.INFO, "CANCELLED": logging.INFO,
                  "FAILED": logging.ERROR, "resumed": logging.INFO, "waiting": logging.INFO, "interrupted": logging.WARNING,
                  "running": logging.INFO, "done": logging.INFO, "retrying": logging.WARNING}
@@ -356,16 +358,19 @@ class Orchestrator:
         orchestrator = self
 
         class JobProgress:
-            """A progress bar that reports to the job's event stream and stops a cancelled job."""
+            """A progress bar that reports to the job's event stream (for watchers), writes the
+            job's log lines (common.progress.LineProgress) and stops a cancelled job."""
 
             def __init__(self, description: str, total: int | None, unit: str):
                 self.description, self.total, self.unit = description, total or 0, unit
                 self.done = 0
                 self.started = self.reported = time.monotonic()
+                self.log_lines = LineProgress(f"job {job_id} step {current['step']}: {description}", total, unit)
                 orchestrator._check(job_id)
 
             def update(self, n: int = 1) -> None:
                 self.done += n
+                self.log_lines.update(n)
                 orchestrator._check(job_id)
                 if time.monotonic() - self.reported >= orchestrator.progress_interval_s:
                     self._report()
@@ -379,6 +384,7 @@ class Orchestrator:
                                     eta_seconds=max(eta, 0.0) if eta >= 0 else -1.0, message=self.description, unit=self.unit)
 
             def close(self) -> None:
+                self.log_lines.close()
                 self._report()
 
         return JobProgress

@@ -40,6 +40,7 @@ class EvalJobSpec:
     measures: tuple[str, ...] = DEFAULT_MEASURES
     drop_identical_ids: bool = True
     config: dict | None = None   # the whole pipeline configuration (irforge.config), recorded as results.json's `config`
+    sample: dict | None = None   # `dataset` is a sample of this collection (irforge.data.sample): results.json's `sample`
 
     def __post_init__(self):
         if self.top_k <= 0:
@@ -116,6 +117,7 @@ class EvalJob:
             "split": spec.split,
             "retriever": {**self.retriever.describe(), "top_k": spec.top_k},
             **({"config": spec.config} if spec.config is not None else {}),
+            **({"sample": spec.sample} if spec.sample is not None else {}),
             "metrics": {name: result.aggregate[name] for name in result.measure_names},
             **_search_recall(self.retriever),
             "per_query": {q: result.per_query[q] for q in sorted(result.per_query)},
@@ -130,7 +132,7 @@ class EvalJob:
                         "a query with no retrieved document scores 0",
             },
             "data": {
-                "path": str(dataset.root.resolve()),
+                "path": spec.sample["source"] if spec.sample is not None else str(dataset.root.resolve()),
                 # which layout the folder was read in (BEIR, AIR-Bench), found from its file names
                 "layout": dataset.layout.name,
                 "layout_files": dataset.layout.description,

@@ -137,8 +137,12 @@ def build_report(inputs: list[ReportInput], title: str | None = None, command: s
 
     input_rows = [[n, item.given, item.kind, *systems_and_datasets(item), item.record.get("created_at"),
                    tag("code", item.sha256[:16] + "…", title=item.sha256)] for n, item in enumerate(inputs, start=1)]
+    # Figures of `irforge eval --sample N` are not the dataset's: said first, for each such input.
+    samples = [tag("p", tag("strong", f"{item.given}: {item.record['sample'].get('note')}"), class_="status-bad sample")
+               for item in inputs if isinstance(item.record.get("sample"), dict)]
     header = tag("header", join([
         tag("h1", title),
+        *samples,
         tag("p", f"Made by irforge {__version__} on {created_at} from {len(inputs)} input{'s' if len(inputs) != 1 else ''}. "
                  "Self-contained: nothing is loaded from elsewhere; tables sort on a header click where scripts run.",
             class_="meta"),

@@ -93,15 +93,22 @@ def markdown(results: dict) -> str:
     head = _md(f"**{results['dataset']}** · {results['split']} · {describe_retriever(results['retriever'])} · "
                f"{results['evaluation']['queries_evaluated']} queries")
     rows = ["| measure | value |", "|---|---:|", *(f"| {_md(name)} | {value:.4f} |" for name, value in results["metrics"].items())]
-    return "\n".join([head, "", *rows]) + "\n"
+    warning = [f"**{_md(line)}**" for line in sample_lines(results)]
+    return "\n".join([*warning, head, "", *rows]) + "\n"
+
+
+def sample_lines(results: dict) -> list[str]:
+    """The banner above the figures of `irforge eval --sample N` (irforge.data.sample): not the dataset's."""
+    sample = results.get("sample")
+    return [_one(sample["note"])] if sample else []
 
 
 def _eval_lines(results: dict) -> list[str]:
     from irforge.pipeline.latency import latency_lines
 
     evaluation = results["evaluation"]
-    lines = ["", _one(f"{results['dataset']} · {results['split']} · {describe_retriever(results['retriever'])} · "
-                      f"{evaluation['queries_evaluated']} queries")]
+    lines = ["", *sample_lines(results), _one(f"{results['dataset']} · {results['split']} · "
+                                              f"{describe_retriever(results['retriever'])} · {evaluation['queries_evaluated']} queries")]
     metrics = {_one(name): value for name, value in results["metrics"].items()}
     width = max(len(name) for name in metrics)
     lines.append(f"{'measure':<{width}}  value")
