@@ -89,6 +89,8 @@ def test_hnsw_search_is_recorded_and_close_to_exact(scifact_dense, beir_dir, sci
                    "--retriever", "dense", "--model", "all-MiniLM-L6-v2", "--search", "hnsw")
     search = ann["retriever"]["search"]
     assert search["hnsw"] == {"m": 16, "ef_construct": 100, "ef_search": 128}
+    # The embedded backend builds its graph on the first HNSW search; the retriever asks for it while indexing.
+    assert ann["retriever"]["collection"]["hnsw_graph"] == "built"
     assert ann["metrics"]["nDCG@10"] == pytest.approx(scifact_dense["metrics"]["nDCG@10"], abs=0.01)
     # Its recall against exact search is recorded beside the metrics: the overlap of the two run files'
     # top k on the sampled queries, counted here from the files.

@@ -43,6 +43,7 @@ def test_layout_on_disk(tmp_path):
     assert meta == {
         "format": 1, "collection_id": "col", "dimension": DIM, "distance": "cosine", "fingerprint": "fp-1",
         "hnsw": {"m": 8, "ef_construct": 64, "ef_search": 32}, "state": "ready", "point_count": 50,
+        "graph": False,   # built by the first HNSW search, not by commit()
     }
     assert not list(folder.glob(".meta.json.*"))  # no temporary files left by the atomic writes
     backend.close()

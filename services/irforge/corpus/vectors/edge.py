@@ -9,10 +9,15 @@ it touches the shard and commit() writes READY only after optimize() and flush()
 a crash anywhere in between leaves the collection EMPTY (refused by search) rather than half
 indexed; upserting again and committing repairs it (the shard's WAL keeps what was written).
 
-Edge runs no background optimizer: upserted points sit in a plain (brute-force) segment until
-commit() calls optimize(), which merges segments and builds the HNSW graph. Both thresholds are set
-to 1 KB so that every committed point is in the graph and exact=False always means HNSW search
-(Qdrant's defaults would quietly brute-force any segment under ~10 MB, i.e. < 6,600 384-d vectors).
+The HNSW graph is built only when HNSW search is wanted: it costs ~5.6 KB of RAM a vector and ~20
+minutes a million on two cores, and exact search (the default) never reads it. Edge runs no
+background optimizer; commit() opens the shard with indexing off (threshold 0), so optimize() only
+merges segments, and meta.json says "graph": false. The first search with exact=False reopens the
+shard with both thresholds at 1 KB (every point in the graph, so exact=False always means HNSW
+search: Qdrant's defaults would quietly brute-force any segment under ~10 MB, i.e. < 6,600 384-d
+vectors), optimizes, flushes, and only then writes "graph": true. A crash mid-build leaves
+"graph": false and the next HNSW search finishes it. A collection without the key was committed
+when commit() always built the graph.
 
 Exact search does not go through the shard: commit() also writes the collection's vectors as a
 flat file (`flat/`, irforge.corpus.vectors.flat) that is scored by BLAS in blocks, several times
@@ -35,26 +40,26 @@ import numpy as np
 import qdrant_edge as qe
 
 from irforge.common.files import NoSpaceLeft, write_json_atomic
-from irforge.corpus.errors import BackendUnavailable, CorpusNotFound, CorpusNotReady
+from irforge.corpus.errors import CorpusNotFound, CorpusNotReady
 from irforge.corpus.lexical.base import CorpusState
 from irforge.corpus.vectors import (
     DOC_ID_FIELD, TIE_MARGIN, check_collection_id, check_k, check_kind, check_queries, check_settings,
     check_sparse, check_sparse_upsert, check_upsert, cut, point_id, reconciled, reconciled_sparse, sparse_meta, term_stats,
 )
 from irforge.corpus.vectors.base import SPARSE_KIND, HnswSettings, SparseVector, VectorBackend, VectorCollectionInfo
+from irforge.corpus.vectors.edge_shard import (
+    NO_INDEXING, SPARSE_NAME, THRESHOLD_KB, dense_config, open_shard, stored_term_counts, stored_vectors,
+)
 from irforge.corpus.vectors.flat import FlatVectors, is_complete, stamp, write_flat
 from irforge.ranking import Ranking
 
 UPSERT_BATCH = 1024        # points per shard update: bounds the Python-side copies of one batch
 QUERY_BATCH = 256          # queries per query_batch call
-THRESHOLD_KB = 1           # indexing and full-scan thresholds: see the module docstring
-_DISTANCE = {"cosine": qe.Distance.Cosine, "dot": qe.Distance.Dot}
 # Qdrant Edge writes through memory-mapped files: a disk that fills under them kills the process
 # with SIGBUS (no error to catch). So room is checked before writing: an empty shard takes ~1 MiB
 # (measured), a committed one ~4x its raw vectors (segments, copies while optimizing, the graph).
 SHARD_ROOM = 8 * 2**20
 ROOM_PER_VALUE = 4 * 4     # bytes per float32 vector component (or sparse term) written
-SPARSE_NAME = "sparse"     # the shard's one named sparse vector
 
 
 class EdgeVectorBackend(VectorBackend):
@@ -67,6 +72,7 @@ class EdgeVectorBackend(VectorBackend):
         self._lock = threading.RLock()   # one lock: shard handles, flat files and meta.json change together
         self._shards: dict[str, qe.EdgeShard] = {}
         self._flats: dict[str, FlatVectors] = {}
+        self._indexing: dict[str, int] = {}   # the indexing threshold each open shard was opened with
 
     # -- metadata -------------------------------------------------------------------------
 
@@ -115,6 +121,7 @@ class EdgeVectorBackend(VectorBackend):
             config={
                 "engine": "qdrant-edge", "version": metadata.version("qdrant-edge-py"), "hnsw": meta["hnsw"],
                 "indexing_threshold_kb": THRESHOLD_KB, "full_scan_threshold_kb": THRESHOLD_KB,
+                "hnsw_graph": "built" if meta.get("graph", True) else "built by the first HNSW search",
                 "storage": str(self._dir(meta["collection_id"]) / "shard"),
                 "exact_search": {"engine": "irforge flat (numpy BLAS, blocks memory-mapped)",
                                  "precision": self.exact_precision},
@@ -127,26 +134,29 @@ class EdgeVectorBackend(VectorBackend):
         """The open shard (opened on first use; the caller holds the lock)."""
         shard = self._shards.get(collection_id)
         if shard is None:
-            path = self._dir(collection_id) / "shard"
-            try:
-                shard = qe.EdgeShard.load(str(path))
-            except Exception as error:  # qdrant_edge raises plain Exception
-                if "WouldBlock" in str(error):
-                    raise BackendUnavailable(
-                        f"vector collection {collection_id!r} at {path} is open in another backend or process "
-                        f"(Qdrant Edge locks a shard to one user); close that one first"
-                    ) from None
-                raise
-            self._shards[collection_id] = shard
+            shard = self._shards[collection_id] = open_shard(self._dir(collection_id) / "shard", collection_id)
         return shard
 
     def _close_shard(self, collection_id: str) -> None:
         flat = self._flats.pop(collection_id, None)
         if flat is not None:
             flat.close()
+        self._indexing.pop(collection_id, None)
         shard = self._shards.pop(collection_id, None)
         if shard is not None:
             shard.close()
+
+    def _shard_indexing(self, meta: dict, indexing_kb: int) -> qe.EdgeShard:
+        """The open dense shard, reopened with `indexing_kb` as its indexing threshold if it has another."""
+        collection_id = meta["collection_id"]
+        if self._indexing.get(collection_id) != indexing_kb:
+            shard = self._shards.pop(collection_id, None)
+            if shard is not None:
+                shard.close()   # the flat file stays open: only the shard's settings change
+            self._shards[collection_id] = open_shard(self._dir(collection_id) / "shard", collection_id,
+                                                     dense_config(meta, indexing_kb))
+            self._indexing[collection_id] = indexing_kb
+        return self._shards[collection_id]
 
     # -- collections ----------------------------------------------------------------------
 
@@ -165,16 +175,13 @@ class EdgeVectorBackend(VectorBackend):
                 self._close_shard(collection_id)
                 shutil.rmtree(directory)
             self._check_room(collection_id, 0)
-            config = qe.EdgeConfig(
-                vectors=qe.EdgeVectorParams(size=dimension, distance=_DISTANCE[distance]),
-                hnsw_config=qe.HnswIndexConfig(m=hnsw.m, ef_construct=hnsw.ef_construct, full_scan_threshold=THRESHOLD_KB),
-                optimizers=qe.EdgeOptimizersConfig(indexing_threshold=THRESHOLD_KB),
-            )
-            self._shards[collection_id] = qe.EdgeShard.create(str(directory / "shard"), config)
             meta = {
                 "format": 1, "collection_id": collection_id, "dimension": dimension, "distance": distance,
                 "fingerprint": fingerprint, "hnsw": hnsw.as_dict(), "state": CorpusState.EMPTY.value, "point_count": 0,
+                "graph": False,
             }
+            self._shards[collection_id] = qe.EdgeShard.create(str(directory / "shard"), dense_config(meta, NO_INDEXING))
+            self._indexing[collection_id] = NO_INDEXING
             self._write_meta(meta)  # last: a collection exists once its meta.json does
             return self._info(meta)
 
@@ -217,13 +224,16 @@ class EdgeVectorBackend(VectorBackend):
     def commit(self, collection_id: str) -> VectorCollectionInfo:
         with self._lock:
             meta = self._require(collection_id)
-            shard = self._shard(collection_id)
-            shard.optimize()   # blocks until segments are merged and the HNSW graph is built
+            sparse = meta.get("kind") == SPARSE_KIND
+            # Dense: indexing off, so optimize() merges segments and builds no graph (module docstring).
+            shard = self._shard(collection_id) if sparse else self._shard_indexing(meta, NO_INDEXING)
+            shard.optimize()   # blocks until segments are merged
             shard.flush()      # segments on disk before meta.json says READY
             meta = {**meta, "state": CorpusState.READY.value, "point_count": shard.count(qe.CountRequest(exact=True))}
-            if meta.get("kind") == SPARSE_KIND:
-                meta["document_terms"] = term_stats(self._stored_term_counts(shard))
+            if sparse:
+                meta["document_terms"] = term_stats(stored_term_counts(shard))
             else:
+                meta["graph"] = False
                 self._write_flat(collection_id, shard, meta["dimension"])
             self._write_meta(meta)
             return self._info(meta)
@@ -240,7 +250,7 @@ class EdgeVectorBackend(VectorBackend):
             array = check_queries(collection_id, queries, meta["dimension"])
             if exact:
                 return self._flat(collection_id, meta).search(_as_stored(array, meta["distance"]), k)
-            shard = self._shard(collection_id)
+            shard = self._graph(meta)
             params = qe.SearchParams(hnsw_ef=meta["hnsw"]["ef_search"])
             payload = qe.PayloadSelector.Include([DOC_ID_FIELD])
             results: list[Ranking] = []
@@ -255,6 +265,17 @@ class EdgeVectorBackend(VectorBackend):
                     results.append(cut(((p.payload[DOC_ID_FIELD], p.score) for p in points), k))
             return results
 
+    def _graph(self, meta: dict) -> qe.EdgeShard:
+        """The shard with its HNSW graph, built now from the stored vectors if commit() did not build it."""
+        if not meta.get("graph", True):
+            collection_id = meta["collection_id"]
+            self._check_room(collection_id, meta["point_count"] * meta["dimension"])
+            shard = self._shard_indexing(meta, THRESHOLD_KB)
+            shard.optimize()   # blocks until every point is in the graph
+            shard.flush()      # the graph on disk before meta.json says it is there
+            self._write_meta({**meta, "graph": True})
+        return self._shard(meta["collection_id"])
+
     # -- the flat file exact search scores --------------------------------------------------
 
     def _write_flat(self, collection_id: str, shard: qe.EdgeShard, dimension: int) -> None:
@@ -263,20 +284,9 @@ class EdgeVectorBackend(VectorBackend):
         if flat is not None:
             flat.close()
 
-        def stored():
-            offset = None
-            while True:
-                records, offset = shard.scroll(qe.ScrollRequest(offset=offset, limit=UPSERT_BATCH, with_vector=True,
-                                                                with_payload=qe.PayloadSelector.Include([DOC_ID_FIELD])))
-                if records:
-                    yield ([record.payload[DOC_ID_FIELD] for record in records],
-                           np.asarray([record.vector for record in records], dtype=np.float32).reshape(len(records), dimension))
-                if offset is None:
-                    return
-
         # float32 and, when asked for, float16 copies: 6 bytes a value, under the 16 _check_room counts per value.
         self._check_room(collection_id, shard.info().points_count * dimension // 2)
-        write_flat(self._dir(collection_id) / "flat", stored(), dimension)
+        write_flat(self._dir(collection_id) / "flat", stored_vectors(shard, dimension), dimension)
 
     def _flat(self, collection_id: str, meta: dict) -> FlatVectors:
         """The open flat file (written now from the shard for a collection committed before it existed)."""
@@ -325,17 +335,6 @@ class EdgeVectorBackend(VectorBackend):
                 shard.update(qe.UpdateOperation.upsert_points(points))
             self._write_meta({**meta, "point_count": shard.info().points_count})
             return len(doc_ids)
-
-    def _stored_term_counts(self, shard: qe.EdgeShard) -> list[int]:
-        """Terms per stored document, read back from the shard (a re-upserted id counts once)."""
-        counts: list[int] = []
-        offset = None
-        while True:
-            records, offset = shard.scroll(qe.ScrollRequest(offset=offset, limit=UPSERT_BATCH, with_payload=False,
-                                                            with_vector=[SPARSE_NAME]))
-            counts.extend(len(record.vector[SPARSE_NAME].indices) for record in records)
-            if offset is None:
-                return counts
 
     def search_sparse(self, collection_id: str, queries: list[SparseVector], k: int) -> list[Ranking]:
         check_k(k)
