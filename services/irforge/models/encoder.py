@@ -103,7 +103,10 @@ def resolve_model(spec: EncoderSpec) -> tuple[str, str, str]:
 
 
 def check_backend(spec: EncoderSpec) -> None:
-    """Raise ModelOptionError for a CPU backend the spec cannot have (or whose packages are missing)."""
+    """Raise ModelOptionError for a CPU backend the spec cannot have (or whose packages are missing).
+    A RerankerSpec, resolved here too, has no backend: torch."""
+    if not hasattr(spec, "backend"):
+        return
     cpu_backends.check_backend(spec.backend, spec.backend_precision)
     if spec.backend == "torch":
         return
