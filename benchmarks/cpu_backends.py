@@ -32,6 +32,7 @@ import os
 import sys
 import tempfile
 import time
+from importlib import metadata
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -136,7 +137,9 @@ def main() -> None:
                       "cosine_vs_torch_min": round(float(cosines.min()), 5),
                       "cosine_vs_torch_mean": round(float(cosines.mean()), 5), "load_and_export_s": round(export_s[name], 1),
                       "identity": cores[name].identity}
-    payload = {"model": MODEL, "dataset": dataset.name, "sample_docs": len(sample), "rounds": args.rounds,
+    versions = {name: metadata.version(name) for name in ("torch", "sentence-transformers", "transformers", "onnxruntime",
+                                                         "onnx", "openvino", "nncf")}
+    payload = {"model": MODEL, "versions": versions, "dataset": dataset.name, "sample_docs": len(sample), "rounds": args.rounds,
                "batch_size": args.batch_size, "cpus": os.cpu_count(), "legs": legs}
     write_results(__file__, payload)
 
