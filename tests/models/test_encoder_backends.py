@@ -193,3 +193,13 @@ def test_quality_control_refuses_a_backend_for_a_served_encoder():
     config = qc_with_options(QcConfig(dataset="d", out="o"), {"encoder_server": "127.0.0.1:1", "encoder_backend": "onnx"})
     with pytest.raises(ConfigError, match="--encoder-backend onnx --encoder-precision fp32 does not apply here"):
         config.checked()
+
+
+def test_shard_workers_load_the_services_backend():
+    from irforge.orchestrator.context import worker_encoder_spec
+
+    described = {"model": "sentence-transformers/all-MiniLM-L6-v2", "revision": "sha256:0", "backend": "onnx",
+                 "backend_precision": "int8"}
+    spec = worker_encoder_spec(described)
+    assert (spec.backend, spec.backend_precision) == ("onnx", "int8")
+    assert (worker_encoder_spec({"model": "m"}).backend, worker_encoder_spec({"model": "m"}).backend_precision) == ("torch", "fp32")
