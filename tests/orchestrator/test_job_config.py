@@ -23,6 +23,7 @@ from irforge.common.progress import tqdm_progress
 DOCUMENTED_REFUSED = {
     "--backend", "--vector-backend", "--store", "--model-revision", "--query-prefix", "--passage-prefix",
     "--max-seq-length", "--no-normalize", "--encode-batch-size", "--device", "--precision", "--max-active-dims", "--ray",
+    "--encoder-backend", "--encoder-precision",
     "--index-dir", "--vector-dir", "--embedding-cache", "--elasticsearch-url", "--qdrant-url", "--exact-precision",
     "--server", "--corpus-server", "--evaluator-server", "--encoder-server",
 }
@@ -111,7 +112,8 @@ def test_every_option_is_taken_by_a_job_or_refused_as_the_services(leaf, tmp_pat
         value = {"bm25.backend": "elasticsearch", "vectors.backend": "qdrant", "encoder.normalize": False,
                  "encoder.ray": True, "encoder.precision": "float16", "encoder.batch_size": 8,
                  "encoder.max_seq_length": 128, "encoder.max_active_dims": 64,
-                 "vectors.exact_precision": "float16"}.get(leaf.dotted, "x")
+                 "vectors.exact_precision": "float16", "encoder.backend": "onnx",
+                 "encoder.backend_precision": "int8"}.get(leaf.dotted, "x")
         spec = JobSpec.of(dataset=dataset, retriever="dense", **{name: value if not leaf.info.inverted else True})
         with pytest.raises(JobSpecError) as error:
             spec.validate()

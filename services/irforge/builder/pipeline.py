@@ -355,7 +355,7 @@ def encoder_spec(encoder: EncoderConfig):
     return EncoderSpec(model=encoder.model_name, revision=encoder.revision, query_prefix=encoder.query_prefix,
                        passage_prefix=encoder.passage_prefix, normalize=encoder.normalize,
                        max_seq_length=encoder.max_seq_length, batch_size=encoder.batch_size, device=encoder.device,
-                       precision=encoder.precision)
+                       precision=encoder.precision, backend=encoder.backend, backend_precision=encoder.backend_precision)
 
 
 def vector_backend(backend: str, stores: StoresConfig, exact_precision: str = "float32"):

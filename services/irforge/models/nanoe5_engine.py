@@ -75,6 +75,9 @@ def check_spec(spec, query_prefix: str | None, passage_prefix: str | None) -> No
         problems.append(f"--precision {spec.precision} does not apply (4-bit weights, float32 activations)")
     if spec.device not in (None, "cpu"):
         problems.append(f"--device {spec.device} does not apply (the engine runs on the CPU)")
+    if getattr(spec, "backend", "torch") != "torch" or getattr(spec, "backend_precision", "fp32") != "fp32":
+        problems.append(f"--encoder-backend {spec.backend} --encoder-precision {spec.backend_precision} does not apply "
+                        "(the engine is its own C runtime, 4-bit already)")
     for flag, prefix in (("--query-prefix", query_prefix), ("--passage-prefix", passage_prefix)):
         if prefix is not None and prefix not in (QUERY, PASSAGE):
             problems.append(f"{flag} {prefix!r}: the engine applies E5's own prefixes, so it can be {QUERY!r} or "

@@ -45,6 +45,10 @@ def identity_of(description: dict) -> dict:
     identity = {key: description[key] for key in identity_keys(description.get("kind", DENSE))}
     if description.get("precision", DEFAULT_PRECISION) != DEFAULT_PRECISION:
         identity["precision"] = description["precision"]
+    # A CPU backend (ONNX Runtime, OpenVINO) changes vectors too; torch, the default, is left out likewise.
+    for key in ("backend", "backend_precision"):
+        if key in description:
+            identity[key] = description[key]
     return identity
 
 

@@ -37,7 +37,7 @@ log = logging.getLogger(__name__)
 SPEC_ARGS = {
     "model": "sentence-transformers/all-MiniLM-L6-v2", "revision": None, "query_prefix": None,
     "passage_prefix": None, "normalize": True, "max_seq_length": None, "batch_size": 64,
-    "device": None, "precision": "float32",
+    "device": None, "precision": "float32", "backend": "torch", "backend_precision": "fp32",
 }
 # What kind of model `model` is: "dense" (SentenceTransformer) or "sparse" (SparseEncoder, SPLADE,
 # keeping max_active_dims weights per vector when set).

@@ -205,4 +205,6 @@ def worker_encoder_spec(described: dict):
                        # "sha256:..." is a folder's weights digest the worker recomputes, not a hub revision
                        revision=None if str(revision).startswith("sha256:") else revision,
                        query_prefix=described.get("query_prefix", ""), passage_prefix=described.get("passage_prefix", ""),
-                       normalize=bool(described.get("normalize", True)), max_seq_length=described.get("max_seq_length"))
+                       normalize=bool(described.get("normalize", True)), max_seq_length=described.get("max_seq_length"),
+                       # a service on ONNX Runtime or OpenVINO: its workers export and run the same
+                       backend=described.get("backend", "torch"), backend_precision=described.get("backend_precision", "fp32"))
