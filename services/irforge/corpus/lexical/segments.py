@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import itertools
 import json
 import math
 import os
@@ -168,7 +169,7 @@ class SegmentWriter:
 
     def add(self, doc_ids: list[str], token_ids: list[list[int]]) -> None:
         counts = np.fromiter(map(len, token_ids), dtype=np.int64, count=len(token_ids))
-        flat = np.fromiter((t for ids in token_ids for t in ids), dtype=np.int64, count=int(counts.sum()))
+        flat = np.fromiter(itertools.chain.from_iterable(token_ids), dtype=np.int64, count=int(counts.sum()))
         owner = np.repeat(np.arange(len(doc_ids), dtype=np.int64), counts)
         kept = flat != EMPTY_TOKEN
         flat, owner = flat[kept], owner[kept]
