@@ -450,7 +450,7 @@ FIGURES = [
     ("plain bm25s index() extra peak MiB", ("bm25s_alone", "extra_peak_mib"), "memory"),
     (f"plain bm25s q/s k={BM25_K}", ("bm25s_alone", "qps"), "query"),
     (f"plain bm25s q/s k={BM25_K} without retrieve's threads", ("bm25s_alone", "per_query_qps"), "query"),
-    (f"  irforge q/s beside them", ("bm25s_alone", "irforge_interleaved_qps"), "query"),
+    ("  irforge q/s beside them", ("bm25s_alone", "irforge_interleaved_qps"), "query"),
     ("irforge/bm25s peak RSS", ("irforge_vs_bm25s", "peak_rss_ratio"), "size"),
     ("irforge/bm25s q/s", ("irforge_vs_bm25s", "qps_ratio"), "size"),
     ("irforge/bm25s q/s without threads", ("irforge_vs_bm25s", "qps_ratio_per_query"), "size"),
