@@ -30,7 +30,8 @@ sum of unrelated random directions, a short query's most of all, nearly isotropi
 it (0.98 on real SciFact MiniLM embeddings, benchmarks/vector_search.py).
 
 Everything is generated in batches and streamed to disk: documents to BEIR-style JSONL, vectors to
-a raw float32 file (row i = document i); nothing holds the whole corpus.
+a raw float32 file (row i = document i); nothing holds the whole corpus. `stream` hands the batches
+to the caller instead of a file (an 8.8 M corpus is ~13 GB of JSONL).
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ import itertools
 import json
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -59,8 +60,8 @@ _LETTERS = "bcdfghjklmnprstvz"
 _VOWELS = "aeiou"
 
 
-def heaps_vocabulary(documents: int) -> int:
-    mean_length = np.exp(LENGTH_LOG_MEAN + LENGTH_LOG_SD ** 2 / 2)
+def heaps_vocabulary(documents: int, length_log_mean: float = LENGTH_LOG_MEAN) -> int:
+    mean_length = np.exp(length_log_mean + LENGTH_LOG_SD ** 2 / 2)
     return int(HEAPS_K * (documents * mean_length) ** HEAPS_BETA)
 
 
@@ -99,8 +100,9 @@ class WordModel:
     topic_direction: np.ndarray  # (TOPICS, DIMENSION) float32, scaled by TOPIC_DIRECTION
 
     @classmethod
-    def build(cls, documents: int, seed: int, vocabulary_from: list[Path]) -> "WordModel":
-        size = heaps_vocabulary(documents)
+    def build(cls, documents: int, seed: int, vocabulary_from: list[Path],
+              length_log_mean: float = LENGTH_LOG_MEAN) -> "WordModel":
+        size = heaps_vocabulary(documents, length_log_mean)
         real = real_words(vocabulary_from)[:size]
         taken = set(real)
         made_up = (w for w in map(made_up_word, itertools.count()) if w not in taken)
@@ -155,7 +157,24 @@ class Corpus:
 
 def generate(documents: int, queries: int, seed: int, corpus_path: Path, vectors_path: Path | None,
              vocabulary_from: list[Path], progress: Callable[[int], None] = lambda done: None) -> Corpus:
-    model = WordModel.build(documents, seed, vocabulary_from)
+    batches = stream(documents, queries, seed, vectors_path, vocabulary_from, progress)
+    with corpus_path.open("w", encoding="utf-8") as out:
+        while True:
+            try:
+                batch = next(batches)
+            except StopIteration as done:
+                return done.value
+            out.writelines(json.dumps(document) + "\n" for document in batch)
+
+
+def stream(documents: int, queries: int, seed: int, vectors_path: Path | None, vocabulary_from: list[Path],
+           progress: Callable[[int], None] = lambda done: None,
+           length_log_mean: float = LENGTH_LOG_MEAN) -> Generator[list[dict], None, Corpus]:
+    """The corpus as batches of BEIR documents ({"_id", "title", "text"}), never on disk whole;
+    returns (StopIteration.value) the queries and counts once the last batch is taken.
+    `length_log_mean` other than the default: shorter or longer documents (MS MARCO's passages
+    average 56 words: log(56) - LENGTH_LOG_SD² / 2)."""
+    model = WordModel.build(documents, seed, vocabulary_from, length_log_mean)
     rng = np.random.default_rng([seed, 2])
     query_rng = np.random.default_rng([seed, 3])  # separate: the corpus does not depend on --queries
     sources = set(query_rng.choice(documents, min(queries, documents), replace=False).tolist())
@@ -165,30 +184,31 @@ def generate(documents: int, queries: int, seed: int, corpus_path: Path, vectors
     total_words = 0
     vectors_file = vectors_path.open("wb") if vectors_path else None
     try:
-        with corpus_path.open("w", encoding="utf-8") as out:
-            for start in range(0, documents, BATCH):
-                count = min(BATCH, documents - start)
-                lengths = np.clip(np.rint(rng.lognormal(LENGTH_LOG_MEAN, LENGTH_LOG_SD, count)), *LENGTH_RANGE).astype(np.int64)
-                topics = rng.integers(0, TOPICS, count)
-                offsets = np.zeros(count + 1, dtype=np.int64)
-                offsets[1:] = np.cumsum(lengths)
-                tokens = _draw(model, rng, np.repeat(topics, lengths))
-                seen[tokens] = True
-                total_words += len(tokens)
-                texts = model.words[tokens]
-                for i in range(count):
-                    doc_words = texts[offsets[i]:offsets[i + 1]].tolist()
-                    doc_id = document_id(start + i)
-                    out.write(json.dumps({"_id": doc_id, "title": " ".join(doc_words[:TITLE_WORDS]),
-                                          "text": " ".join(doc_words[TITLE_WORDS:])}) + "\n")
-                    if start + i in sources:
-                        ids = _query(model, query_rng, tokens[offsets[i]:offsets[i + 1]], topics[i])
-                        query_tokens.append(ids)
-                        found_queries.append({"_id": f"q{len(found_queries):05d}", "text": " ".join(model.words[ids]),
-                                              "source": doc_id})
-                if vectors_file:
-                    vectors_file.write(model.vectors(tokens, offsets).tobytes())
-                progress(start + count)
+        for start in range(0, documents, BATCH):
+            count = min(BATCH, documents - start)
+            lengths = np.clip(np.rint(rng.lognormal(length_log_mean, LENGTH_LOG_SD, count)), *LENGTH_RANGE).astype(np.int64)
+            topics = rng.integers(0, TOPICS, count)
+            offsets = np.zeros(count + 1, dtype=np.int64)
+            offsets[1:] = np.cumsum(lengths)
+            tokens = _draw(model, rng, np.repeat(topics, lengths))
+            seen[tokens] = True
+            total_words += len(tokens)
+            texts = model.words[tokens]
+            batch = []
+            for i in range(count):
+                doc_words = texts[offsets[i]:offsets[i + 1]].tolist()
+                doc_id = document_id(start + i)
+                batch.append({"_id": doc_id, "title": " ".join(doc_words[:TITLE_WORDS]),
+                              "text": " ".join(doc_words[TITLE_WORDS:])})
+                if start + i in sources:
+                    ids = _query(model, query_rng, tokens[offsets[i]:offsets[i + 1]], topics[i])
+                    query_tokens.append(ids)
+                    found_queries.append({"_id": f"q{len(found_queries):05d}", "text": " ".join(model.words[ids]),
+                                          "source": doc_id})
+            if vectors_file:
+                vectors_file.write(model.vectors(tokens, offsets).tobytes())
+            yield batch
+            progress(start + count)
     finally:
         if vectors_file:
             vectors_file.close()

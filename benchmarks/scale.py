@@ -7,10 +7,15 @@ word frequencies, topics, log-normal lengths around 220 words; seeded, streamed 
 of the same texts, then measures, each part in its own subprocess so its peak memory is its own:
 
   bm25-ingest   EmbeddedBackend.create + ingest(corpus streamed in batches): docs/s, the time of
-                the final commit (index build + write), peak RSS above the process's RSS before
-                the ingest, index size on disk;
+                the final commit (merge of the segments into the index), peak RSS above the
+                process's RSS before the ingest, index size on disk;
   bm25-search   EmbeddedBackend.search(queries, k = 1000) after a warm-up query that loads the
-                index: queries/s (best of --rounds), load time, RSS with the index loaded;
+                index (memory-mapped): queries/s (best of --rounds), load time, RSS with the index
+                loaded;
+  bm25s-alone   plain bm25s on the same corpus: bm25s.tokenize + BM25.index() in memory (peak RSS),
+                then retrieve(k = 1000, n_threads = 1), bm25s's own per-query scoring and top k
+                without retrieve's thread pool, and irforge's search of its index, interleaved
+                round by round in one process (queries/s of each, best of --rounds);
   edge-build    EdgeVectorBackend.upsert (vectors streamed from disk in batches of 1,024) and
                 commit (Qdrant Edge merges segments and builds the HNSW graph): seconds, peak RSS;
   edge-search   exact and HNSW search, k = 100: queries/s, recall@100 of HNSW against exact;
@@ -23,8 +28,14 @@ graded and non-relevant judgements the way pooled ones do (they favour BM25: poo
 Then it prints every figure's growth factor per 10× of corpus and the exponent b of cost ∝ N^b
 (time per document or per query, memory): b > 1.1 is flagged as super-linear.
 
+Corpora above --stream-above documents are never written: the bm25-ingest worker generates them
+as it ingests them (its peak RSS includes the generator's word model), BM25 only. The 8.8 M run
+(MS MARCO's size, and its passages' mean length of 56 words):
+    nice -n 10 .venv/bin/python benchmarks/scale.py --sizes 1000000 8800000 --stream-above 0 \
+        --mean-words 56 --skip-vectors --results scale_bm25_8m --work-dir /tmp/scale
+
 Run: .venv/bin/python benchmarks/scale.py [--sizes 10000 100000 1000000] [--work-dir DIR] [--skip-vectors]
-Writes benchmarks/results/scale.json.
+Writes benchmarks/results/scale.json (or --results NAME.json).
 """
 
 from __future__ import annotations
@@ -85,6 +96,32 @@ def write_run(path: Path, query_ids: list[str], answers) -> None:
 
 # -- workers: one subprocess each, so that every peak RSS is the part's own ---------------------
 
+def streamed_batches(args, folder: Path, batch_size: int, generating: list[float]):
+    """Documents of a corpus too large to keep as JSONL (--stream-above): generated as they are
+    ingested; the queries are written when the last batch is taken. `generating` gets the seconds
+    spent in the generator, so that the ingest's own time can be told apart."""
+    from irforge.data.types import Document
+
+    log_mean = math.log(args.mean_words) - _synthetic.LENGTH_LOG_SD ** 2 / 2 if args.mean_words else _synthetic.LENGTH_LOG_MEAN
+    batches = _synthetic.stream(args.documents, args.queries, args.seed, None, VOCABULARY_FROM, length_log_mean=log_mean)
+    pending: list[Document] = []
+    while True:
+        start = time.perf_counter()
+        try:
+            batch = next(batches)
+        except StopIteration as done:
+            generating[0] += time.perf_counter() - start
+            (folder / "queries.json").write_text(json.dumps(done.value.queries))
+            break
+        generating[0] += time.perf_counter() - start
+        pending.extend(Document(d["_id"], d["title"], d["text"]) for d in batch)
+        while len(pending) >= batch_size:
+            yield pending[:batch_size]
+            pending = pending[batch_size:]
+    if pending:
+        yield pending
+
+
 def worker_bm25_ingest(args, folder: Path) -> dict:
     from irforge.corpus.lexical.embedded import EmbeddedBackend
     from irforge.corpus.settings import Bm25Settings
@@ -92,8 +129,12 @@ def worker_bm25_ingest(args, folder: Path) -> dict:
 
     backend = EmbeddedBackend(folder / "bm25")
     backend.create(CORPUS_ID, "synthetic", Bm25Settings())
-    documents = iter_corpus(folder / "corpus.jsonl")
-    batches = iter(lambda: list(islice(documents, args.batch_size)), [])
+    generating = [0.0]
+    if args.documents:
+        batches = streamed_batches(args, folder, args.batch_size, generating)
+    else:
+        documents = iter_corpus(folder / "corpus.jsonl")
+        batches = iter(lambda: list(islice(documents, args.batch_size)), [])
     before = rss_mib()
     start = time.perf_counter()
     last_batch = start
@@ -103,19 +144,78 @@ def worker_bm25_ingest(args, folder: Path) -> dict:
             break
         last_batch = time.perf_counter()
         indexed, staged = progress.indexed, rss_mib()
+        if args.documents and indexed % 500_000 < args.batch_size:
+            log(f"  indexed {indexed:,}, RSS {staged:,.0f} MiB, peak {peak_rss_mib():,.0f} MiB")
     end = time.perf_counter()
-    # What the commit held, to explain the peak per document: tokens staged, (document, term) entries
+    peak = peak_rss_mib()
+    # What the index holds, to explain the figures per document: tokens indexed, (document, term) entries
     generation = json.loads((folder / "bm25" / CORPUS_ID / "meta.json").read_text())["generation"]
     stored = folder / "bm25" / CORPUS_ID / generation
-    with np.load(stored / "tokens.npz") as arrays:
-        staged_tokens = int(arrays["offsets"][-1])
+    indexed_tokens = int(np.load(stored / "lengths.npy", mmap_mode="r").sum())
     index_entries = int(np.load(stored / "index" / "data.csc.index.npy", mmap_mode="r").shape[0])
     return {"documents": indexed, "seconds": end - start, "docs_per_s": indexed / (end - start),
-            "tokenize_s": last_batch - start, "commit_s": end - last_batch,
-            "rss_before_mib": before, "rss_staged_mib": staged, "peak_rss_mib": peak_rss_mib(),
-            "extra_peak_mib": peak_rss_mib() - before, "disk_mib": dir_mib(folder / "bm25"),
-            "staged_tokens": staged_tokens, "index_entries": index_entries,
+            "generate_s": generating[0], "tokenize_s": last_batch - start - generating[0],
+            "commit_s": end - last_batch,
+            "rss_before_mib": before, "rss_staged_mib": staged, "peak_rss_mib": peak,
+            "extra_peak_mib": peak - before, "disk_mib": dir_mib(folder / "bm25"),
+            "indexed_tokens": indexed_tokens, "index_entries": index_entries,
             "vocabulary": len(json.loads((stored / "tokenizer" / "vocab.tokenizer.json").read_text())["word_to_id"])}
+
+
+def worker_bm25s_alone(args, folder: Path) -> dict:
+    """Plain bm25s on the same corpus, as its README uses it: bm25s.tokenize (English stop words,
+    the same Snowball stemmer) + BM25.index in memory, then retrieve(k = 1000, n_threads = 1) of
+    the queries tokenized by bm25s.tokenize, as irforge's search tokenizes its own."""
+    import bm25s
+    import Stemmer
+
+    from irforge.corpus.settings import Bm25Settings
+    from irforge.data.beir import iter_corpus
+
+    settings = Bm25Settings()
+    stemmer = Stemmer.Stemmer("english")
+    before = rss_mib()
+    start = time.perf_counter()
+    texts = (document.full_text for document in iter_corpus(folder / "corpus.jsonl"))  # not a list: only bm25s holds the corpus
+    tokens = bm25s.tokenize(texts, stopwords="en", stemmer=stemmer, show_progress=False)
+    retriever = bm25s.BM25(k1=settings.k1, b=settings.b, method="lucene")
+    retriever.index(tokens, show_progress=False)
+    seconds = time.perf_counter() - start
+    peak = peak_rss_mib()
+    queries = [q["text"] for q in json.loads((folder / "queries.json").read_text())]
+
+    def search():
+        query_tokens = bm25s.tokenize(queries, stopwords="en", stemmer=stemmer, show_progress=False)
+        return retriever.retrieve(query_tokens, k=BM25_K, n_threads=1, show_progress=False)
+
+    # irforge's search of the index bm25-ingest left, interleaved with bm25s's in this process, so
+    # that a burst of other work on a shared machine slows both alike (the best round of each)
+    from irforge.corpus.lexical.embedded import EmbeddedBackend
+    from irforge.data.types import Query
+
+    backend = EmbeddedBackend(folder / "bm25")
+    irforge_queries = [Query(f"q{i}", text) for i, text in enumerate(queries)]
+    def search_per_query():
+        """bm25s's own scoring and top k (numpy), query by query, without retrieve()'s thread pool:
+        on a loaded machine its hand-offs between threads, not the scoring, set retrieve()'s pace."""
+        query_tokens = bm25s.tokenize(queries, stopwords="en", stemmer=stemmer, show_progress=False)
+        for tokens in bm25s.tokenization.convert_tokenized_to_string_list(query_tokens):
+            retriever._get_top_k_results(tokens, k=BM25_K, backend="numpy")
+
+    search()  # warm-ups: bm25s's, and irforge's load of its index
+    search_per_query()
+    backend.search(CORPUS_ID, irforge_queries, BM25_K)
+    best = {"retrieve": math.inf, "per_query": math.inf, "irforge": math.inf}
+    for _ in range(args.rounds):
+        for name, run in (("retrieve", search), ("per_query", search_per_query),
+                          ("irforge", lambda: backend.search(CORPUS_ID, irforge_queries, BM25_K))):
+            start = time.perf_counter()
+            run()
+            best[name] = min(best[name], time.perf_counter() - start)
+    return {"index_s": seconds, "docs_per_s": retriever.scores["num_docs"] / seconds, "rss_before_mib": before,
+            "peak_rss_mib": peak, "extra_peak_mib": peak - before, "search_s": best["retrieve"],
+            "qps": len(queries) / best["retrieve"], "per_query_qps": len(queries) / best["per_query"],
+            "irforge_interleaved_qps": len(queries) / best["irforge"]}
 
 
 def worker_bm25_search(args, folder: Path) -> dict:
@@ -193,16 +293,17 @@ def worker_edge_search(args, folder: Path) -> dict:
     return result
 
 
-WORKERS = {"bm25-ingest": worker_bm25_ingest, "bm25-search": worker_bm25_search,
+WORKERS = {"bm25-ingest": worker_bm25_ingest, "bm25-search": worker_bm25_search, "bm25s-alone": worker_bm25s_alone,
            "edge-build": worker_edge_build, "edge-search": worker_edge_search}
 
 
-def run_worker(name: str, folder: Path, args) -> dict:
+def run_worker(name: str, folder: Path, args, streamed: int = 0) -> dict:
     command = [sys.executable, __file__, "--worker", name, "--folder", str(folder),
-               "--batch-size", str(args.batch_size), "--rounds", str(args.rounds)]
-    done = subprocess.run(command, capture_output=True, text=True)
+               "--batch-size", str(args.batch_size), "--rounds", str(args.rounds), "--documents", str(streamed),
+               "--queries", str(args.queries), "--seed", str(args.seed), "--mean-words", str(args.mean_words)]
+    done = subprocess.run(command, stdout=subprocess.PIPE, text=True)  # its log lines go to ours
     if done.returncode != 0:
-        raise SystemExit(f"worker {name} failed on {folder}:\n{done.stderr[-4000:]}")
+        raise SystemExit(f"worker {name} failed on {folder} (exit {done.returncode})")
     log(f"  {name}: {done.stdout}")  # the raw figures, in case the run is stopped before its size ends
     return json.loads(done.stdout)
 
@@ -211,6 +312,10 @@ def run_worker(name: str, folder: Path, args) -> dict:
 
 def prepare(size: int, args, folder: Path) -> dict:
     """Generate the corpus, queries and vectors (or reuse them: same size, seed and queries)."""
+    if size > args.stream_above:  # the BM25 ingest generates it as it goes
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
+        return {"documents": size, "queries": args.queries, "seed": args.seed, "streamed": True}
     manifest_path = folder / "manifest.json"
     # the generator's own source is part of the key: a changed word model means a new corpus
     generator = hashlib.sha256(Path(_synthetic.__file__).read_bytes()).hexdigest()[:16]
@@ -280,19 +385,31 @@ def measure_size(size: int, args) -> dict:
     figures = {"corpus": manifest}
     for part in ("bm25", "edge"):
         shutil.rmtree(folder / part, ignore_errors=True)  # measure a fresh build every time
-    log(f"{size:,}: BM25 ingest")
-    ingest = figures["bm25_ingest"] = run_worker("bm25-ingest", folder, args)
+    streamed = size > args.stream_above
+    log(f"{size:,}: BM25 ingest" + (" (corpus generated as it is ingested)" if streamed else ""))
+    ingest = figures["bm25_ingest"] = run_worker("bm25-ingest", folder, args, size if streamed else 0)
     per_doc = 2**20 / ingest["documents"]
     ingest.update(staged_mib=ingest["rss_staged_mib"] - ingest["rss_before_mib"],
                   peak_bytes_per_doc=ingest["extra_peak_mib"] * per_doc,
                   staged_bytes_per_doc=(ingest["rss_staged_mib"] - ingest["rss_before_mib"]) * per_doc,
-                  tokens_per_doc=ingest["staged_tokens"] / ingest["documents"],
+                  tokens_per_doc=ingest["indexed_tokens"] / ingest["documents"],
                   entries_per_doc=ingest["index_entries"] / ingest["documents"])
     log(f"{size:,}: BM25 search, k = {BM25_K}")
     figures["bm25_search"] = run_worker("bm25-search", folder, args)
+    if not streamed and not args.skip_bm25s:
+        log(f"{size:,}: plain bm25s, index() in memory and retrieve, k = {BM25_K}")
+        alone = figures["bm25s_alone"] = run_worker("bm25s-alone", folder, args)
+        figures["irforge_vs_bm25s"] = {
+            "peak_rss_ratio": figures["bm25_ingest"]["peak_rss_mib"] / alone["peak_rss_mib"],
+            "extra_peak_ratio": figures["bm25_ingest"]["extra_peak_mib"] / alone["extra_peak_mib"],
+            "qps_ratio": alone["irforge_interleaved_qps"] / alone["qps"],
+            "qps_ratio_per_query": alone["irforge_interleaved_qps"] / alone["per_query_qps"]}
+        log(f"  irforge / bm25s: peak RSS {figures['irforge_vs_bm25s']['peak_rss_ratio']:.3f}, "
+            f"q/s {figures['irforge_vs_bm25s']['qps_ratio']:.2f} (retrieve), "
+            f"{figures['irforge_vs_bm25s']['qps_ratio_per_query']:.2f} (bm25s's scoring and top k without its thread pool)")
     queries = json.loads((folder / "queries.json").read_text())
     runs = {"bm25": read_run(folder / "run-bm25.json")}
-    if not args.skip_vectors:
+    if not args.skip_vectors and not streamed:
         log(f"{size:,}: Qdrant Edge upsert + commit")
         figures["edge_build"] = run_worker("edge-build", folder, args)
         log(f"{size:,}: Qdrant Edge search, k = {VECTOR_K}")
@@ -306,6 +423,8 @@ def measure_size(size: int, args) -> dict:
     if not args.keep:
         for part in ("bm25", "edge"):
             shutil.rmtree(folder / part, ignore_errors=True)
+    if args.drop_corpora:  # the disk space for the next, larger size
+        shutil.rmtree(folder, ignore_errors=True)
     return figures
 
 
@@ -321,9 +440,9 @@ FIGURES = [
     ("  of it commit s", ("bm25_ingest", "commit_s"), "time"),
     ("BM25 ingest peak RSS MiB", ("bm25_ingest", "peak_rss_mib"), "memory"),
     ("BM25 ingest extra peak MiB", ("bm25_ingest", "extra_peak_mib"), "memory"),
-    ("  staged (before commit) MiB", ("bm25_ingest", "staged_mib"), "memory"),
+    ("  held before commit MiB", ("bm25_ingest", "staged_mib"), "memory"),
     ("  extra peak bytes/doc", ("bm25_ingest", "peak_bytes_per_doc"), "size"),
-    ("  staged bytes/doc", ("bm25_ingest", "staged_bytes_per_doc"), "size"),
+    ("  held before commit bytes/doc", ("bm25_ingest", "staged_bytes_per_doc"), "size"),
     ("  indexed tokens/doc", ("bm25_ingest", "tokens_per_doc"), "size"),
     ("  index entries/doc", ("bm25_ingest", "entries_per_doc"), "size"),
     ("  tokenizer vocabulary", ("bm25_ingest", "vocabulary"), "size"),
@@ -331,6 +450,14 @@ FIGURES = [
     ("BM25 load s", ("bm25_search", "load_s"), "time"),
     ("BM25 index RSS MiB", ("bm25_search", "index_rss_mib"), "memory"),
     (f"BM25 q/s k={BM25_K}", ("bm25_search", "qps"), "query"),
+    ("plain bm25s index() peak RSS MiB", ("bm25s_alone", "peak_rss_mib"), "memory"),
+    ("plain bm25s index() extra peak MiB", ("bm25s_alone", "extra_peak_mib"), "memory"),
+    (f"plain bm25s q/s k={BM25_K}", ("bm25s_alone", "qps"), "query"),
+    (f"plain bm25s q/s k={BM25_K} without retrieve's threads", ("bm25s_alone", "per_query_qps"), "query"),
+    ("  irforge q/s beside them", ("bm25s_alone", "irforge_interleaved_qps"), "query"),
+    ("irforge/bm25s peak RSS", ("irforge_vs_bm25s", "peak_rss_ratio"), "size"),
+    ("irforge/bm25s q/s", ("irforge_vs_bm25s", "qps_ratio"), "size"),
+    ("irforge/bm25s q/s without threads", ("irforge_vs_bm25s", "qps_ratio_per_query"), "size"),
     ("Edge upsert s", ("edge_build", "upsert_s"), "time"),
     ("Edge commit s", ("edge_build", "commit_s"), "time"),
     ("Edge HNSW graph s (1st HNSW search)", ("edge_build", "graph_s"), "time"),
@@ -394,7 +521,17 @@ def main() -> None:
     parser.add_argument("--skip-vectors", action="store_true", help="BM25 and the evaluator only: no vectors, no Qdrant Edge")
     parser.add_argument("--batch-size", type=int, default=1_000, help="documents per ingest batch (default: 1000)")
     parser.add_argument("--rounds", type=int, default=2, help="timed runs of each search; the best is reported (default: 2)")
+    parser.add_argument("--mean-words", type=float, default=0,
+                        help="mean document length in words of the streamed corpora (default: the generator's, ~220 "
+                             "as SciFact/NFCorpus; MS MARCO's passages: 56)")
+    parser.add_argument("--results", default="scale", help="results file name in benchmarks/results (default: scale)")
+    parser.add_argument("--drop-corpora", action="store_true", help="delete each size's corpus once it is measured")
+    parser.add_argument("--skip-bm25s", action="store_true", help="no plain bm25s baseline (its index is held in memory)")
+    parser.add_argument("--stream-above", type=int, default=2_000_000,
+                        help="corpora larger than this are generated while they are ingested, never written as JSONL, "
+                             "BM25 only (no vectors, no plain bm25s: it would not fit) (default: 2000000)")
     parser.add_argument("--worker", choices=sorted(WORKERS), help=argparse.SUPPRESS)
+    parser.add_argument("--documents", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--folder", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
@@ -416,7 +553,7 @@ def main() -> None:
                 + "/".join(f"{x:.2f}" for x in os.getloadavg()))
             by_size[size]["load_average_after"] = os.getloadavg()
             # after every size, so that a run stopped during a long last size keeps the others
-            write_results(__file__, payload(args, list(by_size), by_size, complete=len(by_size) == len(sizes)))
+            write_results(str(Path(__file__).with_name(args.results + '.py')), payload(args, list(by_size), by_size, complete=len(by_size) == len(sizes)))
     finally:
         if temporary:
             shutil.rmtree(args.work_dir, ignore_errors=True)
@@ -432,11 +569,12 @@ def main() -> None:
     ))
     flagged = [r["figure"] for r in rows if r["superlinear"]]
     print("\nsuper-linear: " + (", ".join(flagged) if flagged else "nothing"))
-    print(f"wrote {RESULTS_DIR / 'scale.json'}")
+    print(f"wrote {RESULTS_DIR / (args.results + '.json')}")
 
 
 def payload(args, sizes: list[int], by_size: dict[int, dict], complete: bool) -> dict:
     return {"complete": complete, "sizes": sizes, "queries": args.queries, "seed": args.seed, "bm25_k": BM25_K,
+            "streamed_above": args.stream_above, "streamed_mean_words": args.mean_words or None,
             "vector_k": VECTOR_K, "superlinear_exponent": SUPERLINEAR, "by_size": {str(n): by_size[n] for n in sizes},
             "growth": growth(sizes, by_size)}
 

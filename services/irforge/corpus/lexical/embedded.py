@@ -2,10 +2,13 @@
 
 No server. Each corpus lives in `<root>/<corpus_id>/`:
     meta.json          id, fingerprint, settings, state, document count, current generation
-    g<N>/              one committed generation: the bm25s index, the doc ids in index order,
-                       and the tokenized documents (so a later ingest can upsert and re-index)
-A commit writes a whole new generation folder and then atomically replaces meta.json, so a crash
-never leaves a half-written index. The generation before it is kept until the next commit (a
+    g<N>/              one committed generation: the bm25s index (memory-mapped when searched),
+                       the doc ids in index order and their tie-rule ranks, and what a later
+                       ingest merges from (term frequencies, document lengths; segments.py)
+An ingest streams its documents into segments inside the new generation's folder (bounded
+memory: segments.py) and merges them, with the previous generation, into that generation's
+index; then it atomically replaces meta.json, so a crash never leaves a half-written index and
+never touches the previous one. The generation before it is kept until the next commit (a
 reader, in this process or another, may be loading it); older ones are removed then.
 An ingest holds an exclusive lock on `<corpus_id>/writer.lock` (flock), so two processes sharing
 an index folder cannot both commit their own view of one corpus: the second gets CorpusBusy.
@@ -34,11 +37,11 @@ from irforge.corpus.lexical.base import (
     CorpusInfo, CorpusState, DocumentError, IngestProgress, LexicalBackend, document_id_problem,
 )
 from irforge.corpus.errors import CorpusBusy, CorpusConflict, CorpusNotFound, CorpusNotReady
+from irforge.corpus.lexical.segments import BUFFER_BYTES, EMPTY_TOKEN, SegmentWriter, Source, build_index, decode_ids
 from irforge.corpus.settings import Bm25Settings
 from irforge.data.types import Document, Query
 from irforge.ranking import Ranking
 
-EMPTY_TOKEN = 0  # bm25s maps unknown and empty input to token 0; it must never match anything
 _SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
 _GENERATION = re.compile(r"^g\d{6}$")
 LOAD_ATTEMPTS = 3  # a load that finds its generation gone re-reads meta.json: a commit moved on
@@ -66,38 +69,12 @@ def _new_tokenizer(settings: Bm25Settings) -> Tokenizer:
     return Tokenizer(lower=False, splitter=analyzer.words, stopwords=sorted(analyzer.stopwords), stemmer=analyzer.stem)
 
 
-class _TokenLists:
-    """Each document's token ids as the list bm25s wants, made when bm25s reaches the document.
-
-    bm25s only iterates over the documents (three passes) and asks their number, so the whole
-    corpus never exists as Python lists of ints (8-36 bytes per token: ~3 GB at a million
-    documents of ~130 indexed tokens) beside the int32 arrays it is staged in (4 bytes per token).
-    bm25s sees the same lists in the same order, so the index is the same to the last bit.
-    """
-
-    def __init__(self, arrays: list[np.ndarray]):
-        self._arrays = arrays
-
-    def __len__(self) -> int:
-        return len(self._arrays)
-
-    def __iter__(self) -> Iterator[list[int]]:
-        return (array.tolist() for array in self._arrays)
-
-
-class _StagedCorpus:
-    """bm25s's corpus "object" form: `ids` (token ids per document) and `vocab` (token -> column)."""
-
-    def __init__(self, arrays: list[np.ndarray], vocab: dict[int, int]):
-        self.ids = _TokenLists(arrays)
-        self.vocab = vocab
-
-
 @dataclass
 class _Loaded:
     generation: str
     retriever: bm25s.BM25
-    doc_ids: np.ndarray       # index position -> doc id (an object array: fancy indexing copies references)
+    doc_ids: np.ndarray       # index position -> doc id: UTF-8 bytes (memory-mapped) or, in a
+                              # generation of irforge before segments, an object array of str
     id_rank: np.ndarray       # index position -> rank of its doc id in ascending id order
     tokenizer: Tokenizer
 
@@ -105,8 +82,11 @@ class _Loaded:
 class EmbeddedBackend(LexicalBackend):
     name = "embedded"
 
-    def __init__(self, root: str | Path):
+    def __init__(self, root: str | Path, buffer_bytes: int = BUFFER_BYTES):
+        """`buffer_bytes`: the postings an ingest holds in memory before it writes a segment, and
+        the size of each term range the merge holds (segments.py)."""
         self.root = Path(root)
+        self.buffer_bytes = buffer_bytes
         self.root.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
         self._loaded: dict[str, _Loaded] = {}
@@ -179,100 +159,86 @@ class EmbeddedBackend(LexicalBackend):
             lock.release()
 
     def _ingest_locked(self, corpus_id: str, meta: dict, batches: Iterable[list[Document]]) -> Iterator[IngestProgress]:
-        tokenizer, tokens = self._staged_tokens(corpus_id, meta, Bm25Settings(**meta["settings"]))
-        progress = IngestProgress()
-        for batch in batches:
+        settings = Bm25Settings(**meta["settings"])
+        directory = self._dir(corpus_id)
+        previous = meta.get("generation")
+        generation = f"g{int(previous[1:]) + 1 if previous else 1:06d}"
+        folder = directory / generation
+        tokenizer = _new_tokenizer(settings)
+        if previous:
+            tokenizer.load_vocab(str(directory / previous / "tokenizer"))
+        if folder.exists():  # left over by a crash before its meta.json was written
+            shutil.rmtree(folder)
+        try:
+            with writing(directory):
+                folder.mkdir(parents=True)
+                writer = SegmentWriter(folder / "segments", self.buffer_bytes)
+                sources = self._previous_sources(directory / previous, writer) if previous else []
+            progress = IngestProgress()
+            for batch in batches:
+                progress.errors = []
+                texts, accepted = [], []
+                for document in batch:
+                    progress.received += 1
+                    problem = document_id_problem(document) or ("\0" in document.doc_id and "document id contains NUL")
+                    if problem:
+                        progress.failed += 1
+                        progress.errors.append(DocumentError(document.doc_id, problem))
+                        continue
+                    texts.append(document.full_text)
+                    accepted.append(document.doc_id)
+                if texts:
+                    token_ids = tokenizer.tokenize(texts, update_vocab=True, return_as="ids", show_progress=False)
+                    with writing(directory):
+                        writer.add(accepted, token_ids)
+                    progress.indexed += len(accepted)
+                yield progress.snapshot()
             progress.errors = []
-            texts, accepted = [], []
-            for document in batch:
-                progress.received += 1
-                problem = document_id_problem(document)
-                if problem:
-                    progress.failed += 1
-                    progress.errors.append(DocumentError(document.doc_id, problem))
-                    continue
-                texts.append(document.full_text)
-                accepted.append(document.doc_id)
-            if texts:
-                token_ids = tokenizer.tokenize(texts, update_vocab=True, return_as="ids", show_progress=False)
-                for doc_id, ids in zip(accepted, token_ids, strict=True):
-                    tokens[doc_id] = np.asarray([t for t in ids if t != EMPTY_TOKEN], dtype=np.int32)
-                progress.indexed += len(accepted)
-            yield progress.snapshot()
-        progress.errors = []
-        self._commit(corpus_id, meta, tokenizer, tokens)
+            with writing(directory):
+                writer.flush()
+                self._commit(corpus_id, meta, settings, tokenizer, folder, sources + writer.sources)
+        except BaseException:
+            # A full disk (or anything else, a client gone included): meta.json still names the
+            # previous generation, which stays in service; the half-written one goes now, not at
+            # the next commit, so it does not hold the space the user is freeing.
+            shutil.rmtree(folder, ignore_errors=True)
+            raise
         progress.committed = True
         yield progress.snapshot()
 
-    def _staged_tokens(self, corpus_id: str, meta: dict, settings: Bm25Settings) -> tuple[Tokenizer, dict[str, np.ndarray]]:
-        """The tokenizer and tokenized documents of the committed generation (empty when none)."""
-        tokenizer = _new_tokenizer(settings)
-        tokens: dict[str, np.ndarray] = {}
-        if meta.get("generation"):
-            folder = self._dir(corpus_id) / meta["generation"]
-            tokenizer.load_vocab(str(folder / "tokenizer"))
-            doc_ids = json.loads((folder / "doc_ids.json").read_text())
-            with np.load(folder / "tokens.npz") as stored:
-                flat, offsets = stored["flat"], stored["offsets"]
-            for i, doc_id in enumerate(doc_ids):
-                tokens[doc_id] = flat[offsets[i]:offsets[i + 1]]
-        return tokenizer, tokens
+    @staticmethod
+    def _previous_sources(folder: Path, writer: SegmentWriter) -> list[Source]:
+        """The committed generation as the first source of the merge. One written by irforge
+        before segments holds its tokens instead: they go through the writer like new documents."""
+        if (folder / "doc_ids.npy").is_file():
+            return [Source.generation(folder)]
+        doc_ids = json.loads((folder / "doc_ids.json").read_text())
+        with np.load(folder / "tokens.npz") as stored:
+            flat, offsets = stored["flat"], stored["offsets"]
+        for start in range(0, len(doc_ids), 1000):
+            chunk = doc_ids[start:start + 1000]
+            writer.add(chunk, [flat[offsets[i]:offsets[i + 1]].tolist() for i in range(start, start + len(chunk))])
+        return []
 
-    def _commit(self, corpus_id: str, meta: dict, tokenizer: Tokenizer, tokens: dict[str, np.ndarray]) -> None:
-        settings = Bm25Settings(**meta["settings"])
-        doc_ids = list(tokens)
-        retriever = bm25s.BM25(k1=settings.k1, b=settings.b, method="lucene")
-        # A corpus whose documents have no indexable term (all empty) matches no query: there is
-        # no index to build (bm25s would divide by an average length of 0).
-        has_terms = any(len(tokens[d]) for d in doc_ids)
-        if has_terms:
-            # Token ids are used as matrix columns as they are; an explicit identity vocabulary
-            # over the whole tokenizer vocabulary keeps that true when an upsert has left some
-            # ids unused (bm25s would otherwise size the matrix by the ids it happens to see).
-            vocabulary_size = len(tokenizer.get_vocab_dict())
-            corpus = _StagedCorpus([tokens[d] for d in doc_ids], {i: i for i in range(vocabulary_size)})
-            retriever.index(corpus, show_progress=False)
-            # bm25s writes this vocabulary with orjson when orjson is importable (ranx, ir_datasets
-            # and many more install it), and orjson refuses int keys (stdlib json would write them
-            # as strings). Give it the string keys the file holds either way; search passes token
-            # ids, so bm25s never looks a token up in it.
-            retriever.vocab_dict = {str(token): column for token, column in retriever.vocab_dict.items()}
+    def _commit(self, corpus_id: str, meta: dict, settings: Bm25Settings, tokenizer: Tokenizer, folder: Path,
+                sources: list[Source]) -> None:
+        # Token ids are the matrix columns as they are, over the whole tokenizer vocabulary (as
+        # bm25s's index() does given an identity vocabulary): an id an upsert left unused is an
+        # empty column.
+        built = build_index(sources, folder, len(tokenizer.get_vocab_dict()), settings.k1, settings.b,
+                            self.buffer_bytes)
+        tokenizer.save_vocab(str(folder / "tokenizer"))
+        shutil.rmtree(folder / "segments", ignore_errors=True)
+        directory = self._dir(corpus_id)
+        previous = meta.get("generation")
         with self._lock:
-            directory = self._dir(corpus_id)
-            previous = meta.get("generation")
-            generation = f"g{int(previous[1:]) + 1 if previous else 1:06d}"
-            folder = directory / generation
-            if folder.exists():  # left over by a crash before its meta.json was written
-                shutil.rmtree(folder)
-            try:
-                with writing(directory):
-                    folder.mkdir(parents=True)
-                    self._write_generation(folder, retriever if has_terms else None, tokenizer, doc_ids, tokens)
-                    meta = {**meta, "state": CorpusState.READY.value, "document_count": len(doc_ids),
-                            "generation": generation, "has_terms": has_terms}
-                    write_json_atomic(directory / "meta.json", meta)
-            except BaseException:
-                # A full disk (or anything else) mid-write: meta.json still names the previous
-                # generation, which stays in service; the half-written one goes now, not at the
-                # next commit, so it does not hold the space the user is freeing.
-                shutil.rmtree(folder, ignore_errors=True)
-                raise
+            meta = {**meta, "state": CorpusState.READY.value, "document_count": built.documents,
+                    "generation": folder.name, "has_terms": built.entries > 0}
+            write_json_atomic(directory / "meta.json", meta)
             self._loaded.pop(corpus_id, None)
             for old in directory.iterdir():  # keep `previous`: a reader may be loading it now
-                if old.is_dir() and _GENERATION.match(old.name) and old.name not in (generation, previous):
+                if old.is_dir() and _GENERATION.match(old.name) and old.name not in (folder.name, previous):
                     shutil.rmtree(old, ignore_errors=True)
-
-    @staticmethod
-    def _write_generation(folder: Path, retriever: bm25s.BM25 | None, tokenizer: Tokenizer, doc_ids: list[str],
-                          tokens: dict[str, np.ndarray]) -> None:
-        if retriever is not None:
-            retriever.save(str(folder / "index"), show_progress=False)
-        tokenizer.save_vocab(str(folder / "tokenizer"))
-        (folder / "doc_ids.json").write_text(json.dumps(doc_ids))
-        offsets = np.zeros(len(doc_ids) + 1, dtype=np.int64)
-        offsets[1:] = np.cumsum([len(tokens[d]) for d in doc_ids])
-        flat = np.concatenate([tokens[d] for d in doc_ids]) if doc_ids else np.zeros(0, dtype=np.int32)
-        np.savez(folder / "tokens.npz", flat=flat, offsets=offsets)
 
     # -- search ---------------------------------------------------------------------------
 
@@ -304,10 +270,16 @@ class EmbeddedBackend(LexicalBackend):
 
     @staticmethod
     def _load_generation(folder: Path, generation: str, settings: Bm25Settings) -> _Loaded:
-        retriever = bm25s.BM25.load(str(folder / "index"), show_progress=False, verbosity=0)
-        doc_ids = np.asarray(json.loads((folder / "doc_ids.json").read_text()), dtype=object)
-        id_rank = np.empty(len(doc_ids), dtype=np.int64)
-        id_rank[np.argsort(doc_ids.astype(str), kind="stable")] = np.arange(len(doc_ids))
+        if (folder / "doc_ids.npy").is_file():  # memory-mapped: pages are read as searches touch them
+            retriever = bm25s.BM25.load(str(folder / "index"), mmap=True, load_vocab=False, show_progress=False,
+                                        verbosity=0)
+            doc_ids = np.load(folder / "doc_ids.npy", mmap_mode="r")
+            id_rank = np.load(folder / "id_rank.npy", mmap_mode="r")
+        else:  # a generation written by irforge before segments
+            retriever = bm25s.BM25.load(str(folder / "index"), show_progress=False, verbosity=0)
+            doc_ids = np.asarray(json.loads((folder / "doc_ids.json").read_text()), dtype=object)
+            id_rank = np.empty(len(doc_ids), dtype=np.int64)
+            id_rank[np.argsort(doc_ids.astype(str), kind="stable")] = np.arange(len(doc_ids))
         tokenizer = _new_tokenizer(settings)
         tokenizer.load_vocab(str(folder / "tokenizer"))
         return _Loaded(generation, retriever, doc_ids, id_rank, tokenizer)
@@ -341,7 +313,8 @@ class EmbeddedBackend(LexicalBackend):
                 matching = matching[scores[matching] >= threshold]  # keeps every tie at the boundary
             chosen = matching[np.lexsort((-loaded.id_rank[matching], -scores[matching]))[:k]]
         # Two arrays, no Python object per hit: at k = 1000 building those cost more than the search.
-        return Ranking(loaded.doc_ids[chosen], scores[chosen].astype(np.float64))
+        doc_ids = loaded.doc_ids[chosen]
+        return Ranking(decode_ids(doc_ids) if doc_ids.dtype.kind == "S" else doc_ids, scores[chosen].astype(np.float64))
 
 
 def _best_by_one_key(scores: np.ndarray, matching: np.ndarray, id_rank: np.ndarray, k: int) -> np.ndarray:
