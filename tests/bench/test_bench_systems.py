@@ -104,7 +104,7 @@ def test_one_bench_runs_every_system_each_equal_to_pytrec_eval_on_its_run(worksp
         assert {name: means[name]["nDCG@10"] for name in means} == pytest.approx(expected)
         report = tmp_path / f"report-{len(inputs)}.html"
         code, printed, progress = run_cli(["report", *inputs, "--out", str(report)])
-        assert code == 0 and "3 systems" in printed, progress
+        assert code == 0 and "3 evaluated runs (system × dataset)" in printed, progress
         assert report.is_file()
 
 
