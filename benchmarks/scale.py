@@ -559,17 +559,22 @@ def main() -> None:
             shutil.rmtree(args.work_dir, ignore_errors=True)
 
     rows = growth(sizes, by_size)
-    steps = [f"{a:,}→{b:,}" for a, b in zip(sizes, sizes[1:])]
     print(f"\nSynthetic corpora (seed {args.seed}, {args.queries} queries); growth factors per 10× of corpus, "
           f"cost ∝ N^b (b > {SUPERLINEAR} flagged)\n")
+    print_growth(sizes, rows)
+    flagged = [r["figure"] for r in rows if r["superlinear"]]
+    print("\nsuper-linear: " + (", ".join(flagged) if flagged else "nothing"))
+    print(f"wrote {RESULTS_DIR / (args.results + '.json')}")
+
+
+def print_growth(sizes: list[int], rows: list[dict]) -> None:
+    """growth()'s rows as a table: each figure per size, its factor per 10× and its exponent per step."""
+    steps = [f"{a:,}→{b:,}" for a, b in zip(sizes, sizes[1:])]
     print(table(
         ["figure"] + [f"{n:,}" for n in sizes] + [f"×/10× {s}" for s in steps] + [f"b {s}" for s in steps] + [""],
         [[r["figure"], *r["values"], *r["per_10x"], *r["cost_exponent"], "SUPER-LINEAR" if r["superlinear"] else ""]
          for r in rows],
     ))
-    flagged = [r["figure"] for r in rows if r["superlinear"]]
-    print("\nsuper-linear: " + (", ".join(flagged) if flagged else "nothing"))
-    print(f"wrote {RESULTS_DIR / (args.results + '.json')}")
 
 
 def payload(args, sizes: list[int], by_size: dict[int, dict], complete: bool) -> dict:

@@ -46,7 +46,7 @@ import numpy as np
 
 import _synthetic
 import scale
-from _common import RESULTS_DIR, rss_mib, table, write_results
+from _common import RESULTS_DIR, rss_mib, write_results
 
 DIMENSION, CENTRES, NOISE, CHUNK, K = 384, 300, 0.6, 8_192, 100
 COLLECTION = "scale-dense"
@@ -294,14 +294,9 @@ def main() -> None:
         if temporary:
             shutil.rmtree(args.work_dir, ignore_errors=True)
     rows = growth(sizes, by_size)
-    steps = [f"{a:,}→{b:,}" for a, b in zip(sizes, sizes[1:])]
     print(f"\n{DIMENSION}-d clustered vectors (seed {args.seed}, {args.queries} queries, k = {K}); growth factors per 10× "
           f"of corpus, cost ∝ N^b (b > {scale.SUPERLINEAR} flagged)\n")
-    print(table(
-        ["figure"] + [f"{n:,}" for n in sizes] + [f"×/10× {s}" for s in steps] + [f"b {s}" for s in steps] + [""],
-        [[r["figure"], *r["values"], *r["per_10x"], *r["cost_exponent"], "SUPER-LINEAR" if r["superlinear"] else ""]
-         for r in rows],
-    ))
+    scale.print_growth(sizes, rows)
     print(f"wrote {RESULTS_DIR / 'scale_dense.json'}")
 
 
