@@ -219,7 +219,7 @@ def measure_size(size: int, args) -> dict:
         if size <= args.hnsw_max:
             figures["edge"] = run_worker("edge", folder, size, args)
         else:
-            figures["edge"] = {"skipped": f"above --hnsw-max {args.hnsw_max:,}: Edge's commit builds the HNSW graph in "
+            figures["edge"] = {"skipped": f"above --hnsw-max {args.hnsw_max:,}: Edge's HNSW graph is built in "
                                           "memory (5.5 GiB peak at 1 M, ~27 GiB extrapolated to 5 M)"}
     finally:
         shutil.rmtree(folder, ignore_errors=True)
