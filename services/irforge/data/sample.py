@@ -24,8 +24,9 @@ from irforge.data.beir import BeirDataset
 from irforge.data.textfile import numbered_lines
 
 # Distractors per sampled query: with SciFact's ~1.1 judged documents a query, `--sample 50`
-# keeps ~300 of 5,183 documents, a dense eval of well under a minute on 2 CPU cores (the full
-# corpus: ~9 minutes). More would be closer to the dataset's figures and slower in proportion.
+# keeps 302 of 5,183 documents: a MiniLM dense eval took 2 min 1 s on 2 shared CPU cores at load 9,
+# 1/15 of the full corpus's time on the same machine (docs/paths.md). More would be closer to the
+# dataset's figures and slower in proportion.
 OTHERS_PER_QUERY = 5
 DEFAULT_SEED = 0
 
