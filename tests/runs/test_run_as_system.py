@@ -137,7 +137,7 @@ def test_report_shows_each_run_system(three_systems, tmp_path, capsys):
     assert main(["report", *map(str, three_systems.values()), "--out", str(page)]) == 0
     html = page.read_text()
     assert "run file rank_bm25.trec (trec, rank_bm25-0.2.2)" in html and "run file rank_bm25.top5.json (json)" in html
-    assert "3 systems" in capsys.readouterr().out
+    assert "3 evaluated runs (system × dataset)" in capsys.readouterr().out
 
 
 @pytest.fixture()
