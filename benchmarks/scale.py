@@ -482,10 +482,11 @@ def lookup(figures: dict, path: tuple) -> float | None:
     return figures
 
 
-def growth(sizes: list[int], by_size: dict[int, dict]) -> list[dict]:
-    """Per figure and pair of neighbouring sizes: the factor per 10× of corpus and the cost exponent."""
+def growth(sizes: list[int], by_size: dict[int, dict], figures: list[tuple] | None = None) -> list[dict]:
+    """Per figure (FIGURES, or another script's list of the same shape) and pair of neighbouring
+    sizes: the factor per 10× of corpus and the cost exponent."""
     rows = []
-    for label, path, kind in FIGURES:
+    for label, path, kind in FIGURES if figures is None else figures:
         values = [lookup(by_size[n], path) for n in sizes]
         if all(v is None for v in values):
             continue
