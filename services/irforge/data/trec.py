@@ -3,7 +3,7 @@ writer (runs are read by irforge.runs.reading, the one reader of every run layou
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 
 from irforge.common.files import atomic_write
@@ -12,7 +12,7 @@ from irforge.data.errors import DataFormatError
 from irforge.data.qrels import parse_relevance
 from irforge.data.textfile import numbered_lines
 from irforge.data.types import Qrels
-from irforge.ranking import ranked
+from irforge.ranking import Ranking, ranked
 
 
 def read_trec_qrels(path: str | Path) -> Qrels:
@@ -33,9 +33,14 @@ def read_trec_qrels(path: str | Path) -> Qrels:
     return qrels
 
 
-def format_run_lines(query_id: str, scores: Mapping[str, float], tag: str) -> Iterable[str]:
-    for rank, (doc_id, score) in enumerate(ranked(scores), start=1):
-        yield f"{query_id} Q0 {doc_id} {rank} {float(score)!r} {tag}\n"
+def format_run_lines(query_id: str, scores: Mapping[str, float], tag: str) -> list[str]:
+    """One query's lines, ranked by the tie rule; a score as Python's shortest exact repr."""
+    if isinstance(scores, Ranking):   # already in tie-rule order: Python values straight from its arrays
+        pairs = zip(scores.doc_ids.tolist(), scores.scores.tolist())
+    else:
+        pairs = ((doc_id, float(score)) for doc_id, score in ranked(scores))
+    head, tail = f"{query_id} Q0 ", f" {tag}\n"
+    return [f"{head}{doc_id} {rank} {score!r}{tail}" for rank, (doc_id, score) in enumerate(pairs, start=1)]
 
 
 def write_trec_run(path: str | Path, run: Mapping[str, Mapping[str, float]], tag: str) -> Path:
@@ -46,5 +51,5 @@ def write_trec_run(path: str | Path, run: Mapping[str, Mapping[str, float]], tag
     path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_write(path) as handle:
         for query_id in sorted(run):
-            handle.writelines(format_run_lines(query_id, run[query_id], tag))
+            handle.write("".join(format_run_lines(query_id, run[query_id], tag)))
     return path

@@ -16,8 +16,8 @@ import json
 import os
 from pathlib import Path
 
-import platformdirs
 
+from irforge.common.memo import cache_folder
 from irforge.common.sqlite_connections import ThreadConnections, switch_to_wal
 
 CACHE_FILE_NAME = "generation.sqlite3"
@@ -29,8 +29,7 @@ class GenerationCacheError(RuntimeError):
 
 
 def default_cache_path() -> Path:
-    folder = os.environ.get("IRFORGE_CACHE_DIR") or platformdirs.user_cache_dir("irforge")
-    return Path(folder).expanduser() / CACHE_FILE_NAME
+    return cache_folder() / CACHE_FILE_NAME
 
 
 def call_key(identity: dict) -> str:

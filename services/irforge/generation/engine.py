@@ -28,7 +28,7 @@ import json
 import re
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import jsonschema
 import openai

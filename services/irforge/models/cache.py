@@ -26,9 +26,9 @@ from enum import Enum
 from pathlib import Path
 
 import numpy as np
-import platformdirs
 
 from irforge.common.files import NoSpaceLeft
+from irforge.common.memo import cache_folder
 from irforge.common.sqlite_connections import ThreadConnections, switch_to_wal
 from irforge.models.errors import ModelError
 
@@ -58,8 +58,7 @@ class EmbeddingCacheError(ModelError):
 
 def default_cache_path() -> Path:
     """$IRFORGE_CACHE_DIR/embeddings.sqlite3, else the user's cache dir (e.g. ~/.cache/irforge)."""
-    folder = os.environ.get("IRFORGE_CACHE_DIR") or platformdirs.user_cache_dir("irforge")
-    return Path(folder).expanduser() / CACHE_FILE_NAME
+    return cache_folder() / CACHE_FILE_NAME
 
 
 def text_hash(text: str) -> bytes:

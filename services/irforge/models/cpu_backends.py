@@ -69,9 +69,9 @@ def check_backend(backend: str, precision: str) -> None:
 
 def export_root() -> Path:
     """$IRFORGE_CACHE_DIR/encoders, else the user cache dir's (the embedding cache's folder)."""
-    from irforge.models.cache import default_cache_path
+    from irforge.common.memo import cache_folder
 
-    return default_cache_path().parent / "encoders"
+    return cache_folder() / "encoders"
 
 
 def export_folder(root: Path, model_name: str, revision: str, backend: str, precision: str) -> Path:

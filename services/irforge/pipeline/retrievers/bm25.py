@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
-from irforge.analysis.detect import Detection, MixedLanguages, detect
+from irforge.analysis.analyzer import ANALYZER_VERSION
+from irforge.analysis.detect import Detection, MixedLanguages, remembered_detection, texts_sha256
 from irforge.analysis.languages import UnknownLanguage, language
 from irforge.common.iterables import chunked
+from irforge.common.memo import remember, remembered
 from irforge.common.progress import ProgressFactory
 from irforge.corpus.core import SEARCH_CHUNK
 from irforge.corpus.errors import CorpusError
@@ -55,15 +57,17 @@ def _texts_until_a_bad_line(dataset: BeirDataset) -> Iterator[str]:
         return
 
 
-def corpus_language(dataset: BeirDataset, given: str | None) -> Detection:
-    """--language, else the dataset's own, else detected from its corpus (CorpusError: mixed, unknown)."""
+def corpus_language(dataset: BeirDataset, given: str | None, fingerprint: str | None = None) -> Detection:
+    """--language, else the dataset's own, else detected from its corpus (CorpusError: mixed,
+    unknown); remembered by the corpus's `fingerprint` (dataset.corpus_fingerprint()) when given."""
     try:
         if given:
             return Detection(language(given).code, "given")
         declared = dataset_language(dataset)
         if declared:   # an unknown code fails here, naming the file
             return Detection(language(declared).code, "dataset")
-        return detect(_texts_until_a_bad_line(dataset), f"corpus {dataset.name}")
+        return remembered_detection(fingerprint or dataset.corpus_fingerprint(),
+                                    lambda: _texts_until_a_bad_line(dataset), f"corpus {dataset.name}")
     except UnknownLanguage as error:
         raise CorpusError(f"{dataset.root / 'dataset.json'}: {error}") from None
     except MixedLanguages as error:
@@ -75,22 +79,23 @@ def indexes_to_nothing(analyzer, document: Document) -> bool:
     return not any(word not in analyzer.stopwords for word in analyzer.words(document.full_text))
 
 
-def reuse_problem(info, fingerprint: str, tracker: CorpusTracker, dataset: BeirDataset,
-                  analyzer=None, empty: list[str] | None = None) -> str | None:
+EMPTY_DOCUMENTS = "bm25-documents-without-terms"   # remembered per corpus fingerprint and analysis
+
+
+def _empty_documents(analyzer, documents: Iterable[Document]) -> dict:
+    """The indexable documents that index to nothing: how many, and the first five ids."""
+    empty = [d.doc_id for d in documents if document_id_problem(d) is None and indexes_to_nothing(analyzer, d)]
+    return {"documents_without_terms": len(empty), "documents_without_terms_examples": empty[:5]}
+
+
+def reuse_problem(info, fingerprint: str, tracker: CorpusTracker, dataset: BeirDataset) -> str | None:
     """Why a READY index cannot stand for this corpus, or None when it provably does: it was built
     from these corpus bytes, and it holds exactly the corpus's indexable documents (an index that
     lost documents, or was committed from part of a stream, must never be reused silently).
-    Streams the corpus through `tracker`, which the eval job needs once anyway; the ids of the
-    documents that index to nothing under `analyzer` (the index's analysis) go to `empty`, so a
-    reused index reports them as a built one does."""
+    Streams the corpus through `tracker`, which the eval job needs once anyway."""
     if info.fingerprint != fingerprint:
         return f"index fingerprint {info.fingerprint[:12]} differs from the corpus's {fingerprint[:12]}"
-    indexable = 0
-    for document in tracker.observe(dataset.corpus()):
-        if document_id_problem(document) is None:
-            indexable += 1
-            if empty is not None and indexes_to_nothing(analyzer, document):
-                empty.append(document.doc_id)
+    indexable = sum(1 for document in tracker.observe(dataset.corpus()) if document_id_problem(document) is None)
     if info.document_count != indexable:
         return f"index holds {info.document_count} documents, the corpus has {indexable} indexable ones"
     return None
@@ -114,18 +119,21 @@ class Bm25Retriever:
         self.latency = recorder
 
     def prepare(self, dataset: BeirDataset, fingerprint: str, tracker: CorpusTracker) -> None:
-        found = corpus_language(dataset, self.language)
+        found = corpus_language(dataset, self.language, fingerprint)
         self.languages = {"corpus": found.as_dict()}
         self.settings = dataclasses.replace(self.settings, language=found.language)
         self.corpus_id = corpus_id_for(dataset.name, fingerprint, self.settings)
         info = self.corpus.find_corpus(self.corpus_id)
         if info is not None and info.state == CorpusState.READY:
-            empty: list[str] = []
-            problem = reuse_problem(info, fingerprint, tracker, dataset, self.settings.analyzer, empty)
+            problem = reuse_problem(info, fingerprint, tracker, dataset)
             if problem is None:
                 self.info = info
                 self._counts["ingest_skipped"] = True
-                self._count_empty_documents(empty)
+                # A reused index reports its empty documents as a built one does: remembered from
+                # the build (or worked out once) rather than analysing every document again.
+                self._counts.update(remembered(
+                    EMPTY_DOCUMENTS, self._empty_documents_key(fingerprint),
+                    lambda: _empty_documents(self.settings.analyzer, dataset.corpus())))
                 return
             self._counts["reindexed_because"] = problem
         self.corpus.create_corpus(self.corpus_id, fingerprint, self.settings)
@@ -136,8 +144,10 @@ class Bm25Retriever:
 
         def batches() -> Iterator[list[Document]]:
             for batch in chunked(tracker.observe(dataset.corpus()), INGEST_BATCH):
-                # A document with no term matches no query: counted, never silent.
-                empty.extend(d.doc_id for d in batch if indexes_to_nothing(analyzer, d))
+                # A document with no term matches no query: counted, never silent. (One refused
+                # for its id is reported as that, and left out here.)
+                empty.extend(d.doc_id for d in batch
+                             if document_id_problem(d) is None and indexes_to_nothing(analyzer, d))
                 yield batch
                 bar.update(len(batch))
 
@@ -148,12 +158,13 @@ class Bm25Retriever:
                     tracker.record_error(error.doc_id, error.message)
         finally:
             bar.close()
-        self._count_empty_documents(empty)
+        empty_documents = {"documents_without_terms": len(empty), "documents_without_terms_examples": empty[:5]}
+        self._counts.update(empty_documents)
+        remember(EMPTY_DOCUMENTS, self._empty_documents_key(fingerprint), empty_documents)
         self.info = self.corpus.find_corpus(self.corpus_id)
 
-    def _count_empty_documents(self, empty: list[str]) -> None:
-        self._counts["documents_without_terms"] = len(empty)
-        self._counts["documents_without_terms_examples"] = empty[:5]
+    def _empty_documents_key(self, fingerprint: str) -> dict:
+        return {"corpus_sha256": fingerprint, "language": self.settings.language, "analyzer": ANALYZER_VERSION}
 
     def retrieve(self, queries: list[Query], k: int) -> Run:
         self._check_queries(queries)
@@ -166,7 +177,8 @@ class Bm25Retriever:
         analyzer = self.settings.analyzer
         if self.language is None:   # recorded with the counts: the description is known before any query
             try:
-                found = detect((q.text for q in queries), "query set")
+                found = remembered_detection(texts_sha256(q.text for q in queries),
+                                             lambda: (q.text for q in queries), "query set")
             except MixedLanguages as error:
                 found = Detection("mixed", "detected")
                 self._counts["queries_language_note"] = str(error)
