@@ -73,7 +73,7 @@ def test_a_progress_event_that_changes_nothing_draws_nothing():
     from irforge.cli.watch_view import WatchView
 
     out = io.StringIO()
-    view = WatchView(out, delay_s=0.0, mininterval_s=0.0)
+    view = WatchView(out, delay_s=0.0, mininterval_s=0.0, bars=True)   # a terminal's bar
     view.show(event(1, "retrieve", "running", message="attempt 1 of 3"))
     view.show(event(2, "retrieve", "progress", done=10, total=40, message="retrieving (bm25)", unit="query"))
     drawn = out.getvalue()
@@ -82,6 +82,38 @@ def test_a_progress_event_that_changes_nothing_draws_nothing():
     assert out.getvalue() == drawn
     view.show(event(6, "retrieve", "progress", done=40, total=40, message="retrieving (bm25)", unit="query"))
     assert out.getvalue() != drawn and "40/40" in out.getvalue()
+
+
+def test_off_a_terminal_a_live_step_writes_lines_with_its_pace_and_never_a_bar(monkeypatch):
+    """Issue 29, Deliver 3: `irforge watch 2> file` drew tqdm's bar into the file (one line of
+    carriage returns). Off a terminal a live step now writes progress lines every
+    IRFORGE_PROGRESS_EVERY seconds with rate and time left; a step that ends says so once; a step
+    the stream left unfinished says where it stopped. Expectations are hand counts of a scripted
+    clock: 100 docs every 4 s, a line every 10 s."""
+    from irforge.cli.watch_view import WatchView
+
+    monkeypatch.setenv("IRFORGE_PROGRESS_EVERY", "10")
+    now = [0.0]
+    out = io.StringIO()
+    view = WatchView(out, clock=lambda: now[0])
+    assert view.bars is False   # StringIO is not a terminal
+    view.show(event(1, "ingest", "running", message="attempt 1 of 3"))
+    for sequence, done in enumerate(range(100, 1001, 100), start=2):
+        now[0] += 4.0
+        view.show(event(sequence, "ingest", "progress", done=done, total=1000, message="indexing (bm25)", unit="doc"))
+    view.show(event(20, "ingest", "done", message="40.0s"))
+    lines = out.getvalue().splitlines()
+    assert "\r" not in out.getvalue()
+    # pace measured from the first event (t=4 s, 100 docs): 25 docs/s. A line is due as soon as the
+    # estimate passes 10 s (t=8 s: 800 left, ~32 s), then 10 s after the last one (t=20, t=32 s).
+    assert lines == ["irforge: ingest: indexing (bm25): 200/1,000 docs (20.0%) · 25.0 docs/s · ~32 s left",
+                     "irforge: ingest: indexing (bm25): 500/1,000 docs (50.0%) · 25.0 docs/s · ~20 s left",
+                     "irforge: ingest: indexing (bm25): 800/1,000 docs (80.0%) · 25.0 docs/s · ~8 s left",
+                     "ingest: indexing (bm25) 1000/1000 doc · done in 40.0s"]
+
+    view.show(event(21, "retrieve", "progress", done=30, total=300, message="retrieving (bm25)", unit="query"))
+    view.close()   # the stream ended mid-step (a failed job)
+    assert out.getvalue().splitlines()[-1] == "retrieve: retrieving (bm25) 30/300 query · stopped"
 
 
 def test_watch_with_no_orchestrator_fails_at_once_naming_irforge_serve(unused_port, capsys):

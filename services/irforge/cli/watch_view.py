@@ -12,16 +12,22 @@ and a flicker on a terminal. So:
   done in 1.2s";
 - retrying / waiting / interrupted / resumed: one line each;
 - a lost orchestrator: one line per outage, not one per reconnection attempt, and one line when
-  events flow again.
+  events flow again;
+- off a terminal (`2> file`, `| tee`, a CI log) no bar at all, whose redraws would be one long line
+  of carriage returns: a live step writes common.progress's lines instead (every
+  IRFORGE_PROGRESS_EVERY seconds, with rate and time left), a replayed one none.
 """
 
 from __future__ import annotations
 
 import sys
+import time
+from collections.abc import Callable
 from typing import TextIO
 
 from tqdm import tqdm
 
+from irforge.common.progress import LineProgress
 from irforge.orchestrator.store import JobEvent
 
 NOTICES = ("retrying", "waiting", "interrupted", "resumed")
@@ -33,11 +39,14 @@ def _progress_text(event: JobEvent) -> str:
 
 
 class WatchView:
-    def __init__(self, file: TextIO | None = None, delay_s: float = 0.5, mininterval_s: float = 0.1):
+    def __init__(self, file: TextIO | None = None, delay_s: float = 0.5, mininterval_s: float = 0.1,
+                 bars: bool | None = None, clock: Callable[[], float] = time.monotonic):
         self.file = file or sys.stderr
         self.delay_s, self.mininterval_s = delay_s, mininterval_s
+        self.bars = _is_terminal(self.file) if bars is None else bars   # else LineProgress's lines
+        self.clock = clock
         self.step: str | None = None
-        self.bar: tqdm | None = None
+        self.bar: tqdm | LineProgress | None = None
         self.last: JobEvent | None = None   # the current step's last progress event that changed its state
         self.outage = False
 
@@ -61,17 +70,24 @@ class WatchView:
             self.outage = True
             self._write(f"irforge watch: lost the orchestrator ({error}); reconnecting")
 
-    def close(self) -> None:
-        """The stream ended: a bar still open (a step that failed) stays, showing where it stopped."""
-        if self.bar is not None:
+    def close(self, finished: bool = False) -> None:
+        """The stream ended: a bar still open (a step that failed) stays, showing where it stopped;
+        off a terminal, a line says where."""
+        if isinstance(self.bar, LineProgress):
+            if not finished and self.last is not None:
+                self._write(f"{self.step}: {_progress_text(self.last)} · stopped")
+        elif self.bar is not None:
             self.bar.close()
         self.step, self.bar, self.last = None, None, None
 
     def _start(self, step: str) -> None:
         self.close()
         self.step = step
-        self.bar = tqdm(desc=step, unit="", file=self.file, dynamic_ncols=True, delay=self.delay_s,
-                        mininterval=self.mininterval_s)
+        if self.bars:
+            self.bar = tqdm(desc=step, unit="", file=self.file, dynamic_ncols=True, delay=self.delay_s,
+                            mininterval=self.mininterval_s)
+        else:
+            self.bar = LineProgress(step, None, "item", self.file, clock=self.clock)
 
     def _progress(self, event: JobEvent) -> None:
         state = (event.message, event.done, event.total, event.unit)
@@ -80,6 +96,13 @@ class WatchView:
             return
         self.last = event
         bar = self.bar
+        if isinstance(bar, LineProgress):   # a line when one is due (never for a replayed step: too fast)
+            if event.done < bar.done:       # a new attempt counts from 0 again: so does its pace
+                bar = self.bar = LineProgress(self.step, None, "item", self.file, clock=self.clock)
+            bar.description = f"{self.step}: {event.message}" if event.message else self.step
+            bar.total, bar.unit = event.total or None, event.unit or "item"
+            bar.update(event.done - bar.done)
+            return
         bar.total, bar.unit = event.total or None, event.unit
         bar.set_description(event.message or self.step, refresh=False)
         if event.done != bar.n:
@@ -88,10 +111,21 @@ class WatchView:
             bar.refresh()                    # a new message or total on a bar already shown
 
     def _finish(self, event: JobEvent) -> None:
-        self.bar.leave = False               # the line below replaces it
+        if not isinstance(self.bar, LineProgress):
+            self.bar.leave = False           # the line below replaces it
         summary = f"{_progress_text(self.last)} · " if self.last is not None else ""
-        self.close()
+        self.close(finished=True)
         self._write(f"{event.step}: {summary}done in {event.message}")
 
     def _write(self, text: str) -> None:
-        tqdm.write(text, file=self.file)
+        if self.bars:
+            tqdm.write(text, file=self.file)   # above a bar being drawn
+        else:
+            print(text, file=self.file, flush=True)
+
+
+def _is_terminal(file: TextIO) -> bool:
+    try:
+        return file.isatty()
+    except (AttributeError, ValueError):   # no isatty, or closed
+        return False
