@@ -172,3 +172,50 @@ def test_a_real_encode_with_stderr_to_a_file_writes_progress_lines_with_an_eta(s
     assert re.fullmatch(rf"irforge: encode documents: {total}/{total} texts \(100\.0%\) · [\d.,]+ texts/s · done in "
                         r"\d+ s", encoding[-1]), encoding
     assert b"\r" not in log_path.read_bytes()   # no bar (ours or a library's) redrawn into the file
+
+
+def test_a_first_batch_of_minutes_is_not_silence():
+    """Issue 29, Deliver 3: an endpoint's first concurrent requests took ~4 min on a loaded machine
+    and nothing was written until one was answered. The heartbeat writes a line once an interval
+    passes without one, saying no batch is done yet, then where the step is."""
+    clock, log = Clock(), io.StringIO()
+    bar = LineProgress("encode documents", 1000, "text", log, every_s=10, clock=clock, heartbeat=False)
+    clock.now = 5.0
+    assert bar.beat() == 5.0 and log.getvalue() == ""          # not due: the seconds until it is
+    clock.now = 10.0
+    assert bar.beat() == 10.0
+    clock.now = 12.0
+    bar.update(32)                                              # 2 s after the last line: none
+    clock.now = 19.0
+    assert bar.beat() == 1.0                                    # due 10 s after the last line
+    clock.now = 20.0
+    bar.beat()
+    assert log.getvalue().splitlines() == [
+        "irforge: encode documents: 0/1,000 texts (0.0%) · waiting for the first batch (10 s so far)",
+        "irforge: encode documents: 32/1,000 texts (3.2%) · 1.6 texts/s"]
+
+
+def test_the_heartbeat_runs_on_its_own_and_ends_with_the_step():
+    import gc
+    import threading
+    import time
+
+    def beating() -> int:
+        return sum(1 for thread in threading.enumerate() if thread.name == "irforge-progress")
+
+    before = beating()
+    log = io.StringIO()
+    bar = LineProgress("encode documents", 10, "text", log, every_s=0.2)   # the real clock: a heartbeat
+    time.sleep(0.5)
+    assert "waiting for the first batch" in log.getvalue()
+    bar.close()
+    written = log.getvalue()
+    time.sleep(0.4)
+    assert log.getvalue() == written                            # nothing after close
+    forgotten = LineProgress("encode queries", 10, "text", io.StringIO(), every_s=0.1)
+    del forgotten                                               # never closed (an exception in between)
+    gc.collect()
+    deadline = time.monotonic() + 5
+    while beating() > before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert beating() == before

@@ -74,6 +74,7 @@ class WatchView:
         """The stream ended: a bar still open (a step that failed) stays, showing where it stopped;
         off a terminal, a line says where."""
         if isinstance(self.bar, LineProgress):
+            self.bar.stop()
             if not finished and self.last is not None:
                 self._write(f"{self.step}: {_progress_text(self.last)} · stopped")
         elif self.bar is not None:
@@ -98,6 +99,7 @@ class WatchView:
         bar = self.bar
         if isinstance(bar, LineProgress):   # a line when one is due (never for a replayed step: too fast)
             if event.done < bar.done:       # a new attempt counts from 0 again: so does its pace
+                bar.stop()
                 bar = self.bar = LineProgress(self.step, None, "item", self.file, clock=self.clock)
             bar.description = f"{self.step}: {event.message}" if event.message else self.step
             bar.total, bar.unit = event.total or None, event.unit or "item"

@@ -10,7 +10,9 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import threading
 import time
+import weakref
 from collections.abc import Callable
 from typing import Protocol
 
@@ -76,12 +78,16 @@ class LineProgress:
       work and the estimate; a step that will be done sooner writes nothing (short steps keep
       logs quiet). Then a line every `every_s` seconds, the estimate refreshed, and a last one at
       close once any was written.
+    - Between updates a heartbeat (a thread, with the real clock only) writes a line once an
+      interval passed without one: a first batch that takes minutes (an endpoint's concurrent
+      requests, a loaded machine) says "waiting for the first batch" instead of nothing.
     - Lines go to `stream` when given (tests), else to logging ("irforge.progress", INFO): the
       orchestrator's and the services' log handlers carry them with the job id. A process that
       configured no logging (the CLI) gets them on stderr."""
 
     def __init__(self, description: str, total: int | None, unit: str, stream=None, *,
-                 every_s: float | None = None, clock: Callable[[], float] = time.monotonic):
+                 every_s: float | None = None, clock: Callable[[], float] = time.monotonic,
+                 heartbeat: bool | None = None):
         self.description, self.total, self.unit, self.stream = description, total, unit, stream
         self.every_s = line_interval_s() if every_s is None else every_s
         self.clock = clock
@@ -89,23 +95,50 @@ class LineProgress:
         self.started = clock()
         self.first: tuple[float, int] | None = None   # (when, done) at the first update: the pace's start
         self.last_line: float | None = None
+        self._lock = threading.Lock()                 # updates may come from several threads (endpoint requests)
+        self._stopped = threading.Event()
+        if (clock is time.monotonic) if heartbeat is None else heartbeat:
+            # The thread holds the bar weakly: one nobody closes (an exception between creating and
+            # using it) is collected, and its thread ends at its next beat.
+            threading.Thread(target=_heartbeat, args=(weakref.ref(self), self._stopped, self.every_s),
+                             name="irforge-progress", daemon=True).start()
 
     def update(self, n: int = 1) -> None:
-        self.done += n
-        now = self.clock()
-        if self.first is None:
-            self.first = (now, self.done)
-        if self.last_line is not None:
-            due = now - self.last_line >= self.every_s
-        else:
-            left = self._left(now)
-            due = now - self.started >= self.every_s or (left is not None and left >= self.every_s)
-        if due and not (self.total and self.done >= self.total):   # all done: close() says so, with the time taken
-            self._line(now)
+        with self._lock:
+            self.done += n
+            now = self.clock()
+            if self.first is None:
+                self.first = (now, self.done)
+            if self.last_line is not None:
+                due = now - self.last_line >= self.every_s
+            else:
+                left = self._left(now)
+                due = now - self.started >= self.every_s or (left is not None and left >= self.every_s)
+            if due and not (self.total and self.done >= self.total):   # all done: close() says so, with the time taken
+                self._line(now)
+
+    def stop(self) -> None:
+        """No more lines, not even the last one (the caller writes its own summary)."""
+        self._stopped.set()
 
     def close(self) -> None:
-        if self.last_line is not None:
-            self._line(self.clock(), final=True)
+        self.stop()
+        with self._lock:
+            if self.last_line is not None:
+                self._line(self.clock(), final=True)
+
+    def beat(self) -> float:
+        """The heartbeat: a line when an interval passed without one; the seconds until the next is due."""
+        with self._lock:
+            if self._stopped.is_set():
+                return self.every_s
+            now = self.clock()
+            wait = (self.last_line if self.last_line is not None else self.started) + self.every_s - now
+            if wait > 0:
+                return wait
+            if not (self.total and self.done >= self.total):
+                self._line(now)
+            return self.every_s
 
     def _measured(self, now: float) -> bool:
         """Whether work was done since the first update, so a pace can be measured."""
@@ -126,8 +159,12 @@ class LineProgress:
     def _line(self, now: float, final: bool = False) -> None:
         self.last_line = now
         elapsed = max(now - self.started, 1e-9)
-        text = progress_line(self.description, self.done, self.total, self.unit, self._rate(now),
-                             elapsed if final else self._left(now), final=final)
+        if self.done == 0 and not final:   # the heartbeat before any batch: no rate to state
+            text = (progress_line(self.description, 0, self.total, self.unit, None, None)
+                    + f" · waiting for the first batch ({_duration(elapsed)} so far)")
+        else:
+            text = progress_line(self.description, self.done, self.total, self.unit, self._rate(now),
+                                 elapsed if final else self._left(now), final=final)
         if self.stream is not None:
             print(text, file=self.stream, flush=True)
         elif log.hasHandlers():
@@ -136,8 +173,18 @@ class LineProgress:
             print(text, file=sys.stderr, flush=True)
 
 
-def progress_line(description: str, done: int, total: int | None, unit: str, rate: float, seconds: float | None,
-                  final: bool = False) -> str:
+def _heartbeat(bar_ref, stopped: threading.Event, every_s: float) -> None:
+    wait = every_s
+    while not stopped.wait(max(wait, 0.05)):
+        bar = bar_ref()
+        if bar is None:
+            return
+        wait = bar.beat()
+        del bar   # not held while waiting
+
+
+def progress_line(description: str, done: int, total: int | None, unit: str, rate: float | None,
+                  seconds: float | None, final: bool = False) -> str:
     """`irforge: DESCRIPTION: done/total units (share) · rate units/s · ~time left` (or `done in`
     when `final`; no time without `seconds`): the one wording of a progress line, for LineProgress
     and `irforge watch` alike."""
@@ -145,7 +192,8 @@ def progress_line(description: str, done: int, total: int | None, unit: str, rat
     parts = [f"irforge: {description}: {count}{_plural(unit)}"]
     if total:
         parts[0] += f" ({100 * done / total:.1f}%)"
-    parts.append(f"{_amount(rate, unit, decimals=1)}{_plural(unit)}/s")
+    if rate is not None:
+        parts.append(f"{_amount(rate, unit, decimals=1)}{_plural(unit)}/s")
     if seconds is not None:
         parts.append(f"done in {_duration(seconds)}" if final else f"~{_duration(seconds)} left")
     return " · ".join(parts)
