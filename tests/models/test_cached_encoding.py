@@ -196,6 +196,35 @@ def test_progress_is_reported_and_closed(model, cache):
     assert events == [("open", "encode documents", 10), ("update", 4), ("update", 4), ("update", 2), ("close",)]
 
 
+def test_watched_progress_moves_per_group_of_longest_texts_and_keeps_the_order(model, cache, documents):
+    """Issue 29: off a terminal the bar moved per chunk of 64 texts taken in input order, each padded
+    to its own longest: ~20 % slower than one call of 256 (sentence-transformers sorts a call's
+    texts by length). Now a chunk is encoded in groups of 64, longest texts first, as one call would
+    batch them, and the bar moves after each group; the vectors come back in input order."""
+    spy = Spy(model)
+    updates: list[int] = []
+
+    class Bar:
+        def update(self, n: int = 1) -> None:
+            updates.append(n)
+
+        def close(self) -> None:
+            pass
+
+    ids, vectors = collect(encode_with_cache(spy, cache, TextRole.PASSAGE, documents,
+                                             progress=lambda *_: Bar()))
+    texts = [text for _, text in documents]
+    assert ids == [doc_id for doc_id, _ in documents]
+    # The first chunk (32, for an early estimate) as it came; the other 88: 64 longest, then 24.
+    assert [len(call) for call in spy.calls] == [32, 64, 24] and updates == [32, 64, 24]
+    assert spy.calls[0] == texts[:32]
+    rest = spy.calls[1] + spy.calls[2]
+    assert sorted(rest) == sorted(texts[32:])
+    assert [len(t) for t in rest] == sorted((len(t) for t in texts[32:]), reverse=True)
+    independent = model.encode(texts, TextRole.PASSAGE)   # one call, no cache, no grouping
+    np.testing.assert_allclose(vectors, independent, rtol=0, atol=1e-5)
+
+
 def test_nothing_to_encode(model, cache):
     encoding = encode_with_cache(model, cache, TextRole.QUERY, [])
     assert list(encoding) == []

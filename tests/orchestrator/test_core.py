@@ -31,12 +31,15 @@ def results_of(orchestrator, job_id) -> dict:
     return json.loads((orchestrator.results_dir(job_id) / "results.json").read_text())
 
 
-def test_a_job_gives_what_irforge_eval_gives(make_orchestrator, scifact_subset, tmp_path, caplog):
+def test_a_job_gives_what_irforge_eval_gives(make_orchestrator, scifact_subset, tmp_path, caplog, request):
     from prometheus_client import REGISTRY
 
     caplog.set_level(logging.INFO, logger="irforge.orchestrator")
     caplog.set_level(logging.INFO, logger="irforge.grpc")
-    caplog.handler.addFilter(ContextFilter("orchestrator"))  # what the service's log handler stamps
+    stamp = ContextFilter("orchestrator")   # what the service's log handler stamps
+    caplog.handler.addFilter(stamp)
+    # pytest keeps one capture handler for the session: a filter left on it stamps later tests' records.
+    request.addfinalizer(lambda: caplog.handler.removeFilter(stamp))
     orchestrator = make_orchestrator()
     job_id = orchestrator.submit(JobSpec.of(dataset=str(scifact_subset)))
     record, events = wait_for(orchestrator, job_id)

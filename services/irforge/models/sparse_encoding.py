@@ -49,6 +49,9 @@ class CachedSparseEncoding(CachedEncoding):
     def _store(self, keys: list[bytes], answer) -> None:
         self.cache.put_many_blobs(self.encoder_key, self.role, [(key, *pack(vector)) for key, vector in zip(keys, answer)])
 
+    def _joined(self, rows: list) -> list[SparseVector]:
+        return rows
+
     def _assemble(self, rows: list) -> list[SparseVector]:
         return rows
 
