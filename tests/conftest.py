@@ -293,7 +293,11 @@ def services_address(tmp_path):
 # builds one from the packaged bi-encoder with a randomly initialised head (near-constant scores:
 # plumbing only). It is seeded and saved once per session, so the in-process core, Ray replicas,
 # servers and jobs all load the same weights from one folder, the way production mounts a real
-# model's folder.
+# model's folder. Its cap is the bi-encoder's own 256 tokens (saved in the folder), not BERT's 512:
+# a pair with a SciFact abstract then costs ~2.5x less to score, and no test here is about length.
+CROSS_ENCODER_MAX_LENGTH = 256
+
+
 @pytest.fixture(scope="session")
 def minilm_dir() -> Path:
     from irforge.models.registry import packaged_model_path
@@ -311,5 +315,5 @@ def cross_encoder_dir(minilm_dir, tmp_path_factory) -> Path:
 
     torch.manual_seed(0)
     folder = tmp_path_factory.mktemp("cross-encoder") / "minilm-untrained-head"
-    CrossEncoder(str(minilm_dir), num_labels=1).save(str(folder))
+    CrossEncoder(str(minilm_dir), num_labels=1, max_length=CROSS_ENCODER_MAX_LENGTH).save(str(folder))
     return folder

@@ -10,7 +10,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 
 from irforge.common.progress import EVERY_VARIABLE, LineProgress, line_interval_s
 
@@ -142,10 +141,13 @@ def test_lines_go_through_logging_when_a_process_configured_it(caplog):
         "irforge: generating: queries: 2/100 calls (2.0%) · 1.0 calls/s · ~98 s left"]
 
 
-def test_a_real_encode_with_stderr_to_a_file_writes_progress_lines_with_an_eta(scifact_tiny, scifact_subset, tmp_path):
+def test_a_real_encode_with_stderr_to_a_file_writes_progress_lines_with_an_eta(scifact_tiny, scifact_subset, tmp_path,
+                                                                               irforge_command):
     """`irforge eval --retriever dense` as under nohup or `2> log`: stderr is a file, not a
     terminal; the log must show the encode's lines with the time left (the interval made short
-    through the environment, so a small real encode writes several)."""
+    through the environment, so a small real encode writes several). The command is the
+    pre-imported irforge (its own process, given this stderr file and environment; the interval
+    is read when the encode starts): a fresh interpreter would only add torch's import."""
     dataset = tmp_path / "scifact-120"   # the tiny set's 3 queries, 120 documents: batches of 32, 64 and 24
     shutil.copytree(scifact_tiny, dataset)
     tiny = (scifact_tiny / "corpus.jsonl").read_text().splitlines()
@@ -156,7 +158,7 @@ def test_a_real_encode_with_stderr_to_a_file_writes_progress_lines_with_an_eta(s
     log_path = tmp_path / "stderr.log"
     env = {**os.environ, EVERY_VARIABLE: "0.001"}
     with open(log_path, "w") as log:
-        done = subprocess.run([sys.executable, "-m", "irforge.cli.main", "eval", "--dataset", str(dataset),
+        done = subprocess.run([*irforge_command, "eval", "--dataset", str(dataset),
                                "--retriever", "dense", "--model", "all-MiniLM-L6-v2",
                                "--embedding-cache", str(tmp_path / "cache.sqlite3"),
                                "--vector-dir", str(tmp_path / "vectors"), "--index-dir", str(tmp_path / "bm25"),

@@ -515,20 +515,6 @@ def test_recall_and_dense_reranking_through_a_running_models_service(scifact_tin
     assert strip(read_audit(tmp_path / "remote")) == strip(read_audit(tmp_path / "local"))
 
 
-@pytest.fixture(scope="module")
-def cross_encoder_dir(tmp_path_factory):
-    """No cross-encoder weights exist here: one built from the packaged MiniLM with a seeded random
-    head (scores are noise; plumbing only), saved so that every loader reads the same weights."""
-    import torch
-    from irforge.models.registry import packaged_model_path
-    from sentence_transformers import CrossEncoder
-
-    torch.manual_seed(0)
-    folder = tmp_path_factory.mktemp("cross-encoder") / "minilm-untrained-head"
-    CrossEncoder(str(packaged_model_path("all-MiniLM-L6-v2")), num_labels=1).save(str(folder))
-    return folder
-
-
 def test_a_cross_encoder_votes_the_same_in_process_and_through_the_reranker_service(
         scifact_tiny, tmp_path, scripted_chat, llm_spec_file, cross_encoder_dir):
     import yaml

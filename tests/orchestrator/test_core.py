@@ -226,20 +226,6 @@ def test_results_before_success_and_unknown_jobs_are_clear_errors(make_orchestra
     assert wait_for(orchestrator, job_id)[0].state == JobState.SUCCEEDED
 
 
-@pytest.fixture(scope="module")
-def cross_encoder_dir(tmp_path_factory):
-    """A cross-encoder folder built offline from the packaged MiniLM (untrained head: plumbing only,
-    no cross-encoder weights exist here), seeded, so the job and `irforge eval` load the same one."""
-    import torch
-    from irforge.models.registry import packaged_model_path
-    from sentence_transformers import CrossEncoder
-
-    torch.manual_seed(0)
-    folder = tmp_path_factory.mktemp("cross-encoder") / "minilm-untrained-head"
-    CrossEncoder(str(packaged_model_path("all-MiniLM-L6-v2")), num_labels=1).save(str(folder))
-    return folder
-
-
 def test_a_reranking_job_gives_what_irforge_eval_gives(make_orchestrator, scifact_tiny, cross_encoder_dir, tmp_path):
     orchestrator = make_orchestrator()
     spec = JobSpec.of(dataset=str(scifact_tiny), reranker=str(cross_encoder_dir), rerank_depth=5, top_k=10)

@@ -35,7 +35,8 @@ def test_identity_and_description(core, cross_encoder_dir):
     assert core.identity["kind"] == "cross-encoder"
     assert core.identity["model"] == cross_encoder_dir.name
     assert core.identity["revision"].startswith("sha256:")  # a folder is identified by its weights
-    assert core.identity["activation"] == "Sigmoid" and core.identity["max_length"] == 512
+    # No max_length in the spec: the folder's own cap (tests/conftest.py saves it with 256 tokens).
+    assert core.identity["activation"] == "Sigmoid" and core.identity["max_length"] == 256
     description = core.describe()
     assert description["head_trained"] is True  # saved as a sequence-classification checkpoint
     assert description["device"] == "cpu" and description["spec"]["batch_size"] == 32
