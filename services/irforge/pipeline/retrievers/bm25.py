@@ -7,7 +7,7 @@ import json
 from collections.abc import Iterable, Iterator
 
 from irforge.analysis.analyzer import ANALYZER_VERSION
-from irforge.analysis.detect import Detection, MixedLanguages, remembered_detection, texts_sha256
+from irforge.analysis.detect import Detection, MixedLanguages, detect, remembered_detection, texts_sha256
 from irforge.analysis.languages import UnknownLanguage, language
 from irforge.common.iterables import chunked
 from irforge.common.memo import remember, remembered
@@ -59,15 +59,17 @@ def _texts_until_a_bad_line(dataset: BeirDataset) -> Iterator[str]:
 
 def corpus_language(dataset: BeirDataset, given: str | None, fingerprint: str | None = None) -> Detection:
     """--language, else the dataset's own, else detected from its corpus (CorpusError: mixed,
-    unknown); remembered by the corpus's `fingerprint` (dataset.corpus_fingerprint()) when given."""
+    unknown); remembered by the corpus's `fingerprint` (dataset.corpus_fingerprint()) when given
+    (never hashed here only for that: detection reads the first 300 documents, a hash all of them)."""
     try:
         if given:
             return Detection(language(given).code, "given")
         declared = dataset_language(dataset)
         if declared:   # an unknown code fails here, naming the file
             return Detection(language(declared).code, "dataset")
-        return remembered_detection(fingerprint or dataset.corpus_fingerprint(),
-                                    lambda: _texts_until_a_bad_line(dataset), f"corpus {dataset.name}")
+        if fingerprint is None:
+            return detect(_texts_until_a_bad_line(dataset), f"corpus {dataset.name}")
+        return remembered_detection(fingerprint, lambda: _texts_until_a_bad_line(dataset), f"corpus {dataset.name}")
     except UnknownLanguage as error:
         raise CorpusError(f"{dataset.root / 'dataset.json'}: {error}") from None
     except MixedLanguages as error:
