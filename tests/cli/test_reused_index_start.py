@@ -113,3 +113,17 @@ def test_a_changed_corpus_is_not_answered_from_memory(dataset, tmp_path):
     assert probe["analysed"] == 5
     assert results["counts"]["documents_without_terms"] == 1
     assert results["counts"]["documents_without_terms_examples"] == ["d4"]
+
+
+def test_a_corpus_with_a_refused_id_reuses_its_index(dataset, tmp_path):
+    """The reuse check counts the documents every backend's id rule accepts. The embedded index
+    also refused an id holding NUL, outside that rule: the check then found one document fewer in
+    the index than in the corpus, and rebuilt it on every run."""
+    corpus = dataset / "corpus.jsonl"
+    corpus.write_text(corpus.read_text() + json.dumps({"_id": "d\u00006", "title": "", "text": "Deltas meet the sea."}) + "\n")
+    _, built = evaluate(dataset, tmp_path, "built")
+    assert built["counts"]["ingest_skipped"] is False
+    assert [error.endswith("document id contains NUL") for error in built["counts"]["document_errors"]] == [True]
+    _, reused = evaluate(dataset, tmp_path, "reused")
+    assert reused["counts"]["ingest_skipped"] is True, reused["counts"].get("reindexed_because")
+    assert reused["metrics"] == built["metrics"]

@@ -50,10 +50,14 @@ class IngestProgress:
 
 
 def document_id_problem(document: Document) -> str | None:
-    """Why a document cannot be indexed under its id, or None. Every backend applies this rule:
-    ids go into whitespace-separated TREC run files, so they can hold no whitespace."""
+    """Why a document cannot be indexed under its id, or None. Every backend applies this rule, and
+    so does the eval's check that an index holds every indexable document: ids go into
+    whitespace-separated TREC run files, so they can hold no whitespace, and no NUL (which ends a
+    string in trec_eval's C, and in the embedded index's fixed-width id array)."""
     if not document.doc_id or any(c.isspace() for c in document.doc_id):
         return "document id is empty or contains whitespace"
+    if "\0" in document.doc_id:
+        return "document id contains NUL"
     return None
 
 

@@ -180,7 +180,7 @@ class EmbeddedBackend(LexicalBackend):
                 texts, accepted = [], []
                 for document in batch:
                     progress.received += 1
-                    problem = document_id_problem(document) or ("\0" in document.doc_id and "document id contains NUL")
+                    problem = document_id_problem(document)
                     if problem:
                         progress.failed += 1
                         progress.errors.append(DocumentError(document.doc_id, problem))
