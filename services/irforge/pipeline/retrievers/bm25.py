@@ -84,10 +84,14 @@ def indexes_to_nothing(analyzer, document: Document) -> bool:
 EMPTY_DOCUMENTS = "bm25-documents-without-terms"   # remembered per corpus fingerprint and analysis
 
 
-def _empty_documents(analyzer, documents: Iterable[Document]) -> dict:
-    """The indexable documents that index to nothing: how many, and the first five ids."""
-    empty = [d.doc_id for d in documents if document_id_problem(d) is None and indexes_to_nothing(analyzer, d)]
+def _without_terms(empty: list[str]) -> dict:
+    """The counts of the documents that index to nothing: how many, and the first five ids."""
     return {"documents_without_terms": len(empty), "documents_without_terms_examples": empty[:5]}
+
+
+def _empty_documents(analyzer, documents: Iterable[Document]) -> dict:
+    return _without_terms([d.doc_id for d in documents
+                           if document_id_problem(d) is None and indexes_to_nothing(analyzer, d)])
 
 
 def reuse_problem(info, fingerprint: str, tracker: CorpusTracker, dataset: BeirDataset) -> str | None:
@@ -160,7 +164,7 @@ class Bm25Retriever:
                     tracker.record_error(error.doc_id, error.message)
         finally:
             bar.close()
-        empty_documents = {"documents_without_terms": len(empty), "documents_without_terms_examples": empty[:5]}
+        empty_documents = _without_terms(empty)
         self._counts.update(empty_documents)
         remember(EMPTY_DOCUMENTS, self._empty_documents_key(fingerprint), empty_documents)
         self.info = self.corpus.find_corpus(self.corpus_id)
